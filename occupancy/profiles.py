@@ -1,0 +1,260 @@
+"""Loading and validating device profiles: shipped ones, a user directory, or a path."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .device import Device, cc_row
+from .errors import ProfileError, UnknownComputeCapabilityError, UnknownDeviceError
+
+ENV_DIR = "OCCUPANCY_PROFILES"
+
+# key -> (python type, required, what a valid value is). One table drives validation,
+# the README's schema section is checked against it by a test.
+_INT, _FLOAT, _STR = int, float, str
+SCHEMA: dict[str, tuple[Any, bool, str]] = {
+    "name": (_STR, True, "a non-empty string"),
+    "aliases": (list, False, "a list of short names"),
+    "compute_capability": (_STR, True, 'a string "major.minor", e.g. "8.6"'),
+    "architecture": (_STR, True, "a non-empty string"),
+    "warp_size": (_INT, True, "32"),
+    "max_threads_per_block": (_INT, True, "a positive integer"),
+    "max_threads_per_sm": (_INT, True, "a positive multiple of warp_size"),
+    "max_blocks_per_sm": (_INT, True, "a positive integer"),
+    "registers_per_sm": (_INT, True, "a positive integer"),
+    "registers_per_block": (_INT, True, "a positive integer <= registers_per_sm"),
+    "max_registers_per_thread": (_INT, True, "a positive integer"),
+    "register_allocation": (_STR, True, "'warp' or 'block'"),
+    "register_allocation_unit": (_INT, True, "a positive integer"),
+    "warp_allocation_granularity": (_INT, True, "a positive integer"),
+    "sub_partitions": (_INT, True, "a positive integer"),
+    "register_check_sub_partitions": (_INT, False, "null or a positive integer"),
+    "shared_memory_per_sm_bytes": (_INT, True, "a positive integer"),
+    "shared_memory_per_block_bytes": (_INT, True, "a positive integer"),
+    "shared_memory_per_block_optin_bytes": (_INT, True, "an integer >= shared_memory_per_block_bytes"),
+    "reserved_shared_memory_per_block_bytes": (_INT, True, "an integer >= 0"),
+    "shared_memory_allocation_unit_bytes": (_INT, True, "a positive integer"),
+    "shared_memory_carveout_bytes": (list, True, "a list of sizes in bytes, ascending ([] if fixed)"),
+    "block_barriers_per_sm": (_INT, False, "null or a positive integer"),
+    "partitioned_global_caching": (bool, True, "true or false"),
+    "sm_count": (_INT, True, "a positive integer"),
+    "boost_clock_mhz": (_FLOAT, True, "a positive number"),
+    "dram_bandwidth_gb_s": (_FLOAT, True, "a positive number"),
+    "fp32_gflops": (_FLOAT, True, "a positive number"),
+    "l2_cache_bytes": (_INT, True, "an integer >= 0"),
+    "shared_memory_banks": (_INT, True, "16 or 32"),
+    "shared_memory_bank_width_bytes": (_INT, True, "4"),
+    "sources": (dict, True, "a mapping from figure to where it came from"),
+}
+SOURCED = ("limits", "sm_count", "boost_clock_mhz", "dram_bandwidth_gb_s", "fp32_gflops",
+           "l2_cache_bytes")
+_NON_NEGATIVE = {"reserved_shared_memory_per_block_bytes", "l2_cache_bytes"}
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """Line (1-based) where a top-level or nested key is written; yaml.safe_load keeps none."""
+    m = re.search(rf"^\s*{re.escape(key)}\s*:", text, re.MULTILINE)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+def _type_ok(value: Any, kind: Any) -> bool:
+    if kind is _INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is _FLOAT:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is bool:
+        return isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def device_from_mapping(data: Any, path: str, text: str = "") -> Device:
+    """Validate a parsed profile and build the Device; errors name file, line, key and fix."""
+
+    def fail(message: str, key: str | None = None) -> ProfileError:
+        return ProfileError(message, path, _line_of(text, key) if key else None)
+
+    if not isinstance(data, dict):
+        raise ProfileError("a profile must be a mapping of keys to values (see README, "
+                           "'Device profiles')", path)
+    for key in data:
+        if key not in SCHEMA:
+            near = difflib.get_close_matches(str(key), SCHEMA, n=1)
+            hint = f"; did you mean '{near[0]}'?" if near else "; see README, 'Device profiles'"
+            raise fail(f"unknown key '{key}'{hint}", str(key))
+    for key, (kind, required, what) in SCHEMA.items():
+        if key not in data or data[key] is None:
+            if required:
+                raise ProfileError(f"missing key '{key}': add it ({what})", path)
+            continue
+        value = data[key]
+        if not _type_ok(value, kind):
+            raise fail(f"{key} must be {what}, got {value!r}", key)
+        if kind in (_INT, _FLOAT) and (value < 0 or (value == 0 and key not in _NON_NEGATIVE)):
+            raise fail(f"{key} must be {what}, got {value!r}", key)
+    cc = data["compute_capability"]
+    if not re.fullmatch(r"\d+\.\d+", cc):
+        raise fail(f'compute_capability must be "major.minor", got {cc!r}', "compute_capability")
+    major = int(cc.split(".")[0])
+    if major >= 3:
+        try:
+            cc_row(cc)
+        except UnknownComputeCapabilityError as exc:
+            raise fail(str(exc), "compute_capability") from None
+    elif cc not in ("1.0", "1.1", "1.2", "1.3", "2.0", "2.1"):
+        raise fail(f"unknown compute capability {cc}", "compute_capability")
+    d = data
+
+    def require(cond: bool, key: str, message: str) -> None:
+        if not cond:
+            raise fail(f"{key}: {message}", key)
+
+    require(d["register_allocation"] in ("warp", "block"), "register_allocation",
+            f"must be 'warp' or 'block', got {d['register_allocation']!r}")
+    require(d["max_threads_per_sm"] % d["warp_size"] == 0, "max_threads_per_sm",
+            "must be a multiple of warp_size")
+    require(d["max_threads_per_block"] <= d["max_threads_per_sm"], "max_threads_per_block",
+            "must not exceed max_threads_per_sm")
+    require(d["registers_per_block"] <= d["registers_per_sm"], "registers_per_block",
+            "must not exceed registers_per_sm")
+    require(d["shared_memory_per_block_bytes"] <= d["shared_memory_per_block_optin_bytes"],
+            "shared_memory_per_block_optin_bytes",
+            "must be >= shared_memory_per_block_bytes (equal when the GPU has no opt-in)")
+    require(d["shared_memory_per_block_optin_bytes"] + d["reserved_shared_memory_per_block_bytes"]
+            <= d["shared_memory_per_sm_bytes"], "shared_memory_per_block_optin_bytes",
+            "plus the reserved smem per block must fit in shared_memory_per_sm_bytes")
+    sizes = d["shared_memory_carveout_bytes"]
+    require(all(_type_ok(s, _INT) and s >= 0 for s in sizes), "shared_memory_carveout_bytes",
+            "must list non-negative integers (bytes)")
+    require(list(sizes) == sorted(set(sizes)), "shared_memory_carveout_bytes",
+            "must be ascending without repeats")
+    require(not sizes or sizes[-1] == d["shared_memory_per_sm_bytes"],
+            "shared_memory_carveout_bytes",
+            "the largest size must equal shared_memory_per_sm_bytes")
+    missing = [k for k in SOURCED if k not in d["sources"]]
+    if missing:
+        raise fail(f"sources: say where {', '.join(missing)} came from", "sources")
+    aliases = d.get("aliases") or []
+    require(all(isinstance(a, str) and a for a in aliases), "aliases",
+            "must be a list of non-empty strings")
+    values = {k: d.get(k) for k in SCHEMA}
+    values["aliases"] = tuple(a.lower() for a in aliases)
+    values["shared_memory_carveout_bytes"] = tuple(sizes)
+    values["sources"] = {str(k): str(v) for k, v in d["sources"].items()}
+    for k in ("boost_clock_mhz", "dram_bandwidth_gb_s", "fp32_gflops"):
+        values[k] = float(values[k])
+    return Device(**values, path=path)
+
+
+def load_profile(path: str | os.PathLike[str]) -> Device:
+    """Read and validate one YAML profile."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProfileError("no such file: give a profile path or a device name "
+                           "(occupancy devices lists them)", str(p)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"cannot read: {exc}", str(p)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ProfileError(f"YAML syntax error: {problem}; fix the syntax",
+                           str(p), mark.line + 1 if mark else None) from None
+    return device_from_mapping(data, str(p), text)
+
+
+def shipped_dir() -> Path:
+    """profiles/ inside the installed package, or at the top of a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "profiles", here.parent / "profiles"):
+        if candidate.is_dir():
+            return candidate
+    raise ProfileError("the shipped profiles are missing: reinstall occupancy", str(here))
+
+
+def user_dirs() -> list[Path]:
+    """$OCCUPANCY_PROFILES (os.pathsep-separated), then $XDG_CONFIG_HOME/occupancy/profiles."""
+    dirs = [Path(p) for p in os.environ.get(ENV_DIR, "").split(os.pathsep) if p]
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    dirs.append(Path(xdg) / "occupancy" / "profiles")
+    return dirs
+
+
+def _profile_files() -> Iterator[Path]:
+    yield from sorted(shipped_dir().glob("*.yaml"))
+    for d in user_dirs():
+        if d.is_dir():
+            yield from sorted(d.glob("*.yaml"))
+
+
+@lru_cache(maxsize=None)
+def _load_cached(path: str, mtime_ns: int) -> Device:
+    return load_profile(path)
+
+
+def _load(path: Path) -> Device:
+    return _load_cached(str(path), path.stat().st_mtime_ns)
+
+
+def all_devices() -> list[Device]:
+    """Every shipped and user profile; a user profile with a shipped name replaces it."""
+    by_key: dict[str, Device] = {}
+    for f in _profile_files():
+        dev = _load(f)
+        by_key[f.stem.lower()] = dev
+    return list(by_key.values())
+
+
+def _names(dev: Device, stem: str) -> set[str]:
+    return {stem.lower(), dev.name.lower(), *dev.aliases}
+
+
+def load_device(name: str | os.PathLike[str] | Device) -> Device:
+    """A device by name, alias (case-insensitive) or path to a YAML profile."""
+    if isinstance(name, Device):
+        return name
+    text = str(name)
+    if text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text:
+        return load_profile(text)
+    wanted = text.strip().lower()
+    # A file named after the alias is found without parsing the others (fast start-up).
+    files = list(_profile_files())
+    for f in reversed(files):  # user profiles win
+        if f.stem.lower() == wanted:
+            return _load(f)
+    known: dict[str, Device] = {}
+    for f in files:
+        dev = _load(f)
+        for n in _names(dev, f.stem):
+            known[n] = dev
+    if wanted in known:
+        return known[wanted]
+    near = difflib.get_close_matches(wanted, known, n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(near)}? " if near else ""
+    raise UnknownDeviceError(
+        f"unknown device '{text}': {hint}run 'occupancy devices' for the list, "
+        "or pass a profile path (-d my_gpu.yaml)"
+    )
+
+
+def to_yaml(dev: Device) -> str:
+    """A profile file for a Device (what `devices detect -o` writes); loads back equal."""
+    data = dev.to_dict()
+    lines = [f"# {dev.name}: device profile for occupancy (schema: README.md, 'Device profiles')"]
+    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    return "\n".join(lines) + "\n" + body
+
+
+def replace(dev: Device, **changes: Any) -> Device:
+    return dataclasses.replace(dev, **changes)
