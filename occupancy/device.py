@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import UnknownComputeCapabilityError
 
@@ -101,8 +101,9 @@ _HOPPER = (*_A100, 196, 228)
 _TURING = (32, 64)
 
 
-@dataclass(frozen=True)
-class _CCRow:
+class _CCRow(NamedTuple):
+    """What one compute capability adds to cudaDeviceProp."""
+
     smem_unit: int
     max_regs: int
     sub_partitions: int

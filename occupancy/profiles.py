@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import re
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +86,8 @@ def device_from_mapping(data: Any, path: str, text: str = "") -> Device:
                            "'Device profiles')", path)
     for key in data:
         if key not in SCHEMA:
+            import difflib
+
             near = difflib.get_close_matches(str(key), SCHEMA, n=1)
             hint = f"; did you mean '{near[0]}'?" if near else "; see README, 'Device profiles'"
             raise fail(f"unknown key '{key}'{hint}", str(key))
@@ -145,7 +146,7 @@ def device_from_mapping(data: Any, path: str, text: str = "") -> Device:
     aliases = d.get("aliases") or []
     require(all(isinstance(a, str) and a for a in aliases), "aliases",
             "must be a list of non-empty strings")
-    values = {k: d.get(k) for k in SCHEMA}
+    values: dict[str, Any] = {k: d.get(k) for k in SCHEMA}
     values["aliases"] = tuple(a.lower() for a in aliases)
     values["shared_memory_carveout_bytes"] = tuple(sizes)
     values["sources"] = {str(k): str(v) for k, v in d["sources"].items()}
@@ -198,7 +199,7 @@ def _profile_files() -> Iterator[Path]:
             yield from sorted(d.glob("*.yaml"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_cached(path: str, mtime_ns: int) -> Device:
     return load_profile(path)
 
@@ -240,6 +241,8 @@ def load_device(name: str | os.PathLike[str] | Device) -> Device:
             known[n] = dev
     if wanted in known:
         return known[wanted]
+    import difflib
+
     near = difflib.get_close_matches(wanted, known, n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(near)}? " if near else ""
     raise UnknownDeviceError(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .device import Device
 from .errors import OccupancyError
@@ -70,8 +71,9 @@ def blocks_by_warps(dev: Device, warps_per_block: int, threads: int, pgc: bool) 
     return dev.max_warps_per_sm // warps_per_block
 
 
-@dataclass(frozen=True)
-class _RegLimit:
+class _RegLimit(NamedTuple):
+    """Register limit and what one block is allocated."""
+
     blocks: int | None  # None: the kernel uses no registers
     allocated_per_block: int
     pgc: bool
@@ -161,8 +163,9 @@ def blocks_by_registers(dev: Device, regs: int, warps: int, pgc: bool) -> _RegLi
     return lim
 
 
-@dataclass(frozen=True)
-class _SmemLimit:
+class _SmemLimit(NamedTuple):
+    """Shared-memory limit, the allocation and the SM's configured capacity."""
+
     blocks: int | None  # None: no shared memory at all
     allocated_per_block: int
     capacity_per_sm: int

@@ -108,7 +108,7 @@ def test_solver_matches_cuda_occupancy_h(oracle: Oracle) -> None:
     rows = oracle.run(lines)
     assert len(rows) == len(cases)
     mismatches = []
-    for (dev, c), row in zip(cases, rows):
+    for (dev, c), row in zip(cases, rows, strict=True):
         err, active, mask, l_regs, l_smem, l_warps, l_blocks, l_bars, a_regs, a_smem, gc = row
         assert err == 0, (dev.name, c)
         r = solve(dev, **c)
@@ -153,7 +153,7 @@ def test_best_block_size_matches_header(oracle: Oracle) -> None:
         lines.append(Oracle.prefix("best", dev, regs, static, limit, opt_in, 1, False, carveout)
                      + f" {base} {per_thread}")
     rows = oracle.run(lines)
-    for (dev, regs, static, base, per_thread, carveout, opt_in), row in zip(cases, rows):
+    for (dev, regs, static, base, per_thread, carveout, opt_in), row in zip(cases, rows, strict=True):
         err, grid, block = row
         assert err == 0
         best = best_block_size(dev, regs, static, lambda b, base=base, k=per_thread: base + k * b,
@@ -179,7 +179,7 @@ def test_driver_formula_for_available_smem_matches_header(oracle: Oracle) -> Non
                      + f" {n} {block}")
     rows = oracle.run(lines)
     checked = 0
-    for (dev, n, block, regs, static, carveout, opt_in), (err, header_bytes) in zip(cases, rows):
+    for (dev, n, block, regs, static, carveout, opt_in), (err, header_bytes) in zip(cases, rows, strict=True):
         got = available_dynamic_smem(dev, n, block, regs, static, carveout, opt_in)
         if err != 0:
             assert got.bytes is None, (dev.name, n, block, regs, static, carveout, SEED)

@@ -1,0 +1,309 @@
+"""Thin click commands: parse, call the core, pick a renderer. Exit codes live here.
+
+0: done / all checks pass; 1: a check found a problem; 2: bad usage or bad input.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .errors import OccupancyError
+
+EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class InputError(click.ClickException):
+    """Bad input: one line on stderr, 'Error: ...', exit 2."""
+
+    exit_code = EXIT_USAGE
+
+
+def translate_errors(f: F) -> F:
+    """Library errors become one-line `Error: ...` messages, translated once, here."""
+
+    @wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except OccupancyError as exc:
+            raise InputError(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, markup=False, emoji=False)
+
+
+def _emit_json(data: Any) -> None:
+    import json
+
+    click.echo(json.dumps(data, indent=2))
+
+
+def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    from .report import parse_bytes
+
+    try:
+        return parse_bytes(value)
+    except OccupancyError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _block(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None
+    from .report import parse_block
+
+    try:
+        return parse_block(value)
+    except OccupancyError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def write_atomically(path: str, text: str, force: bool) -> None:
+    """Write the whole file or nothing; never clobber an existing file without --force."""
+    target = Path(path)
+    if target.exists() and not force:
+        raise InputError(f"{path} exists: choose another -o path or add --force to replace it")
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise InputError(f"{path}: the directory {directory} does not exist")
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def device_option(f: F) -> F:
+    return click.option("--device", "-d", "device", required=True, metavar="NAME|FILE",
+                        help="Device name or alias (occupancy devices), or a profile YAML.")(f)
+
+
+def kernel_options(f: F) -> F:
+    """Options that describe a kernel's resources and launch, shared by calc and best."""
+    decorators = [
+        click.option("--regs", "-r", type=click.IntRange(0, 1024), default=0, show_default=True,
+                     help="Registers per thread (from ptxas -v or cuobjdump)."),
+        click.option("--smem", callback=_size, metavar="BYTES", default="0",
+                     help="Static shared memory per block: 8192, 8K or 8KiB."),
+        click.option("--dyn-smem", callback=_size, metavar="BYTES", default="0",
+                     help="Dynamic shared memory per block (the launch's third argument)."),
+        click.option("--carveout", type=click.IntRange(0, 100), default=None, metavar="PERCENT",
+                     help="cudaFuncAttributePreferredSharedMemoryCarveout, 0-100 "
+                          "(default: maximum shared memory)."),
+        click.option("--launch-bound", type=click.IntRange(1), default=None, metavar="THREADS",
+                     help="The kernel's __launch_bounds__ max threads per block."),
+        click.option("--barriers", type=click.IntRange(0, 64), default=1, show_default=True,
+                     help="Named barriers per block (limits blocks on CC >= 9.0)."),
+        click.option("--no-opt-in", "no_opt_in", is_flag=True,
+                     help="The kernel never raises its max dynamic smem above the default."),
+    ]
+    for dec in reversed(decorators):
+        f = dec(f)
+    return f
+
+
+class OneLineErrors(click.Group):
+    """Usage errors too are one line: `Error: ... (see 'occupancy calc --help')`, exit 2."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
+        except click.ClickException as exc:
+            if not standalone_mode:
+                raise
+            message = exc.format_message()
+            ctx = getattr(exc, "ctx", None)
+            if isinstance(exc, click.UsageError) and ctx is not None:
+                message += f" (see '{ctx.command_path} --help')"
+            click.echo(f"Error: {message}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            if not standalone_mode:
+                raise
+            click.echo("Aborted!", err=True)
+            sys.exit(EXIT_PROBLEM)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="occupancy")
+def main() -> None:
+    """Exact CUDA occupancy, block-size advice and device profiles.
+
+    Every result command takes --json. Exit codes: 0 done, 1 a check failed,
+    2 bad usage or input.
+    """
+
+
+@main.command()
+@device_option
+@click.option("--threads", "-t", callback=_block, required=True, metavar="N|XxY|XxYxZ",
+              help="Threads per block: 256, 16x16 or 32x8x2.")
+@kernel_options
+@click.option("--partitioned-caching", is_flag=True,
+              help="Kernel built with -Xptxas -dlcm=ca on CC 5.2/6.1 (partitioned global caching).")
+@click.option("--no-cliffs", is_flag=True, help="Skip the register and smem cliff search.")
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
+@translate_errors
+def calc(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: int,
+         carveout: int | None, launch_bound: int | None, barriers: int, no_opt_in: bool,
+         partitioned_caching: bool, no_cliffs: bool, as_json: bool) -> None:
+    """Blocks, warps and threads per SM for one launch, and what limits it.
+
+    Example: occupancy calc -d v100 -t 256 -r 40 --smem 8K
+    """
+    from .profiles import load_device
+    from .solver import cliffs, solve
+
+    dev = load_device(device)
+    total = 1
+    for d in threads:
+        total *= d
+    r = solve(dev, total, regs, smem, dyn_smem, carveout, launch_bound, barriers,
+              opt_in=not no_opt_in, partitioned_global_caching=partitioned_caching)
+    cl = None if no_cliffs or not r.launchable else cliffs(dev, r)
+    if as_json:
+        from .report import result_dict
+
+        _emit_json(result_dict(dev, r, threads, cl))
+        return
+    from .render import calc_view
+
+    _console().print(calc_view(dev, r, threads, cl))
+
+
+@main.command()
+@device_option
+@kernel_options
+@click.option("--smem-per-thread", callback=_size, metavar="BYTES", default="0",
+              help="Dynamic smem that grows with the block: bytes per thread, added to --dyn-smem.")
+@click.option("--threads", "-t", type=click.IntRange(1), default=None, metavar="N",
+              help="Block size for the available-smem table (default: the best one).")
+@click.option("--blocks", type=click.IntRange(1), default=None, metavar="N",
+              help="Report the dynamic smem available for N resident blocks only.")
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
+@translate_errors
+def best(device: str, regs: int, smem: int, dyn_smem: int, carveout: int | None,
+         launch_bound: int | None, barriers: int, no_opt_in: bool, smem_per_thread: int,
+         threads: int | None, blocks: int | None, as_json: bool) -> None:
+    """The block size with the most resident threads (cudaOccupancyMaxPotentialBlockSize).
+
+    Also: the dynamic shared memory one block may use for N resident blocks, exact on
+    CC >= 8 where the driver forgets the reserved 1 KB per block.
+
+    Example: occupancy best -d a100 -r 64 --smem-per-thread 16
+    """
+    from .profiles import load_device
+    from .solver import available_dynamic_smem, best_block_size
+
+    dev = load_device(device)
+
+    def dyn(block: int) -> int:
+        return dyn_smem + smem_per_thread * block
+
+    b = best_block_size(dev, regs, smem, dyn if smem_per_thread else dyn_smem, carveout,
+                        launch_bound, barriers, opt_in=not no_opt_in)
+    size = threads or b.block_size
+    available = []
+    if size:
+        if blocks:
+            counts = [blocks]
+        else:
+            top = max(b.result.active_blocks_per_sm, 1) if threads is None else 8
+            counts = list(range(1, min(top, 8) + 1))
+        available = [available_dynamic_smem(dev, n, size, regs, smem, carveout,
+                                            opt_in=not no_opt_in, block_barriers=barriers)
+                     for n in counts]
+    if as_json:
+        from .report import best_dict
+
+        _emit_json(best_dict(dev, b, available))
+        return
+    from .render import best_view
+
+    _console().print(best_view(dev, b, available))
+
+
+@main.group(invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
+@click.pass_context
+@translate_errors
+def devices(ctx: click.Context, as_json: bool) -> None:
+    """List the device profiles (shipped, $OCCUPANCY_PROFILES and ~/.config/occupancy/profiles)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from .profiles import all_devices
+
+    devs = all_devices()
+    if as_json:
+        _emit_json([{"device": d.key, "name": d.name, "compute_capability": d.compute_capability,
+                     "aliases": list(d.aliases), "path": d.path} for d in devs])
+        return
+    from .render import devices_table
+
+    _console().print(devices_table(devs))
+
+
+@devices.command("show")
+@click.argument("name", metavar="NAME|FILE")
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
+@translate_errors
+def devices_show(name: str, as_json: bool) -> None:
+    """Every key of one profile, with its sources."""
+    from .profiles import load_device
+
+    dev = load_device(name)
+    if as_json:
+        _emit_json({**dev.to_dict(), "path": dev.path})
+        return
+    from .render import device_view
+
+    _console().print(device_view(dev))
+
+
+@devices.command("detect")
+@click.option("--index", type=click.IntRange(0), default=0, show_default=True,
+              help="Which GPU (CUDA device ordinal).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the profile here (default: print it).")
+@click.option("--force", is_flag=True, help="Replace the -o file if it exists.")
+@translate_errors
+def devices_detect(index: int, output: str | None, force: bool) -> None:
+    """Write a profile for the live GPU (needs CuPy and a GPU)."""
+    from .device import from_cuda_properties
+    from .gpu import device_properties
+    from .profiles import to_yaml
+
+    dev = from_cuda_properties(device_properties(index))
+    text = to_yaml(dev)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    write_atomically(output, text, force)
+    click.echo(f"wrote {output}: use it with -d {output}", err=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""Terminal renderers (rich): readable at 80 columns and honest without colour."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from .device import Device
+from .solver import LIMIT_NAMES, AvailableSmem, BestBlockSize, Cliff, OccupancyResult
+
+_LABEL = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory",
+          "blocks": "blocks", "barriers": "barriers"}
+
+
+def _b(n: int) -> str:
+    return f"{n:,} B"
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}%".replace(".0%", "%")
+
+
+def _kv(rows: Iterable[tuple[str, str]], title: str | None = None) -> Text:
+    """Aligned 'key  value' lines under a bold title (plain text: cheap and copy-pasteable)."""
+    rows = list(rows)
+    width = max((len(k) for k, _ in rows), default=0) + 2
+    out = Text()
+    if title:
+        out.append(title + "\n", style="bold")
+    for i, (k, v) in enumerate(rows):
+        out.append(k.ljust(width), style="bold")
+        out.append(v + ("\n" if i < len(rows) - 1 else ""))
+    return out
+
+
+def _usage(dev: Device, r: OccupancyResult) -> dict[str, tuple[str, str]]:
+    """Per resource: (what the SM has, what one block uses)."""
+    regs_per_warp = (r.allocated_registers_per_block // r.warps_per_block
+                     if r.warps_per_block else 0)
+    return {
+        "warps": (f"{dev.max_warps_per_sm} warps", f"{r.warps_per_block} warps"),
+        "registers": (f"{dev.registers_per_sm:,}",
+                      f"{r.allocated_registers_per_block:,}"
+                      + (f" ({regs_per_warp:,}/warp)" if dev.register_allocation == "warp" else "")),
+        "shared_memory": (_b(r.shared_memory_per_sm_bytes),
+                          _b(r.allocated_shared_memory_per_block)),
+        "blocks": (f"{dev.max_blocks_per_sm} blocks", "1 block"),
+        "barriers": (f"{dev.block_barriers_per_sm}" if dev.block_barriers_per_sm else "-",
+                     f"{r.block_barriers}"),
+    }
+
+
+def limits_table(dev: Device, r: OccupancyResult) -> Table:
+    t = Table(box=box.SIMPLE_HEAD, title="Blocks per SM, by resource", title_justify="left",
+              title_style="bold", pad_edge=False)
+    t.add_column("resource")
+    t.add_column("blocks", justify="right")
+    t.add_column("SM has", justify="right")
+    t.add_column("block uses", justify="right")
+    t.add_column("")
+    usage = _usage(dev, r)
+    for name in LIMIT_NAMES:
+        v = r.block_limits[name]
+        has, uses = usage[name]
+        mark = "<- limiter" if name in r.limiters else ""
+        shown = "-" if v is None else str(v)
+        if v is None:
+            uses = "none" if name != "barriers" or dev.block_barriers_per_sm else "n/a (CC < 9)"
+        t.add_row(_LABEL[name], shown, has, uses, mark)
+    return t
+
+
+def cliff_lines(c: Cliff, r: OccupancyResult) -> list[str]:
+    unit = " registers/thread" if c.resource == "registers" else " B/block"
+    label = "registers" if c.resource == "registers" else "shared memory"
+    parts = []
+    if c.gain_at is not None:
+        parts.append(f"<= {c.gain_at:,}{unit} fits {c.gain_blocks} blocks "
+                     f"({c.current - c.gain_at:,} fewer)")
+    if c.lose_at is not None:
+        parts.append(f">= {c.lose_at:,}{unit} drops to {c.lose_blocks} blocks "
+                     f"({c.lose_at - c.current:,} more)")
+    if not parts:
+        parts.append("no change in blocks within the device's range")
+    return [f"{label} (now {c.current:,}): " + "; ".join(parts)]
+
+
+def calc_view(dev: Device, r: OccupancyResult, block: tuple[int, ...],
+              cliff: tuple[Cliff, Cliff] | None) -> RenderableType:
+    shape = "x".join(str(d) for d in block)
+    head = Text(f"{dev.name} (CC {dev.compute_capability}, {dev.sm_count} SMs)", style="bold")
+    inputs = _kv([
+        ("block", f"{shape} = {r.threads_per_block} threads ({r.warps_per_block} warps)"),
+        ("registers", f"{r.registers_per_thread} per thread"),
+        ("shared memory", f"{_b(r.static_shared_memory)} static + "
+                          f"{_b(r.dynamic_shared_memory)} dynamic"
+                          + (f" + {_b(dev.reserved_shared_memory_per_block_bytes)} reserved"
+                             if dev.reserved_shared_memory_per_block_bytes else "")),
+        ("carveout", "default (max shared memory)" if r.carveout is None else f"{r.carveout}%"),
+        ("launch bound", "-" if r.max_threads_per_block is None
+         else f"{r.max_threads_per_block} threads"),
+        ("barriers", f"{r.block_barriers} per block"),
+    ], title="Inputs")
+    alloc = _kv([
+        ("registers", f"{r.allocated_registers_per_block:,} per block"),
+        ("shared memory", f"{r.allocated_shared_memory_per_block:,} B per block "
+                          f"(unit {dev.shared_memory_allocation_unit_bytes} B)"),
+    ], title="Allocated")
+    limiter = ", ".join(_LABEL[n] for n in LIMIT_NAMES if n in r.limiters) or "-"
+    active = _kv([
+        ("blocks", f"{r.active_blocks_per_sm} per SM"),
+        ("warps", f"{r.active_warps_per_sm} of {r.max_warps_per_sm} per SM"),
+        ("threads", f"{r.active_threads_per_sm:,} per SM"),
+        ("occupancy", _pct(r.occupancy)),
+        ("limited by", limiter),
+    ], title="Active")
+    parts: list[RenderableType] = [head, Text(""), inputs, Text(""), alloc, Text(""),
+                                   limits_table(dev, r), active]
+    if r.cannot_launch:
+        parts += [Text(""), Text("Cannot launch", style="bold")]
+        parts += [Text(f"- {p}") for p in r.cannot_launch]
+    if cliff is not None and r.launchable:
+        parts += [Text(""), Text("Cliffs", style="bold")]
+        for c in cliff:
+            parts += [Text(f"- {line}") for line in cliff_lines(c, r)]
+    if r.notes:
+        parts += [Text(""), Text("Notes", style="bold")]
+        parts += [Text(f"- {n}") for n in r.notes]
+    return Group(*parts)
+
+
+def best_view(dev: Device, best: BestBlockSize, available: list[AvailableSmem]) -> RenderableType:
+    r = best.result
+    head = Text(f"{dev.name} (CC {dev.compute_capability})", style="bold")
+    if best.block_size == 0:
+        lines: list[RenderableType] = [head, Text("No block size can launch:")]
+        lines += [Text(f"- {p}") for p in r.cannot_launch]
+        return Group(*lines)
+    summary = _kv([
+        ("block size", f"{best.block_size} threads"),
+        ("min grid size", f"{best.min_grid_size} blocks ({r.active_blocks_per_sm} per SM x "
+                          f"{dev.sm_count} SMs)"),
+        ("occupancy", f"{_pct(r.occupancy)} ({r.active_threads_per_sm:,} threads per SM)"),
+        ("limited by", ", ".join(_LABEL[n] for n in LIMIT_NAMES if n in r.limiters)),
+    ], title="Best block size (most resident threads, ties to the larger block)")
+    top = Table(box=box.SIMPLE_HEAD, title="Block sizes tried (best first)",
+                title_justify="left", title_style="bold", pad_edge=False)
+    top.add_column("threads/block", justify="right")
+    top.add_column("threads/SM", justify="right")
+    top.add_column("occupancy", justify="right")
+    ranked = sorted(best.candidates, key=lambda c: (-c[1], -c[0]))[:8]
+    for size, threads in ranked:
+        top.add_row(str(size), f"{threads:,}", _pct(threads / dev.max_threads_per_sm))
+    avail = Table(box=box.SIMPLE_HEAD, title=f"Dynamic shared memory per block at "
+                  f"{best.block_size} threads", title_justify="left", title_style="bold",
+                  pad_edge=False)
+    avail.add_column("resident blocks", justify="right")
+    avail.add_column("available", justify="right")
+    avail.add_column("driver says", justify="right")
+    for a in available:
+        avail.add_row(str(a.blocks), "-" if a.bytes is None else _b(a.bytes),
+                      "-" if a.driver_bytes is None else _b(a.driver_bytes))
+    parts: list[RenderableType] = [head, Text(""), summary, Text(""), top, avail]
+    if any(a.bytes != a.driver_bytes for a in available):
+        parts.append(Text("cudaOccupancyAvailableDynamicSMemPerBlock forgets the "
+                          f"{dev.reserved_shared_memory_per_block_bytes:,} B reserved per "
+                          "block: its answer does not fit that many blocks."))
+    return Group(*parts)
+
+
+def devices_table(devices: list[Device]) -> Table:
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col, just in (("device", "left"), ("CC", "right"), ("SMs", "right"),
+                      ("thr/SM", "right"), ("smem/SM", "right"),
+                      ("smem/block", "right"), ("name", "left")):
+        t.add_column(col, justify=just, no_wrap=col != "name")  # type: ignore[arg-type]
+    for d in sorted(devices, key=lambda d: (d.cc_major, d.cc_minor, d.name)):
+        opt = (f"{d.shared_memory_per_block_bytes // 1024}/"
+               f"{d.shared_memory_per_block_optin_bytes // 1024} KB"
+               if d.shared_memory_per_block_optin_bytes != d.shared_memory_per_block_bytes
+               else f"{d.shared_memory_per_block_bytes // 1024} KB")
+        t.add_row(d.key, d.compute_capability, str(d.sm_count), f"{d.max_threads_per_sm:,}",
+                  f"{d.shared_memory_per_sm_bytes // 1024} KB", opt,
+                  d.name.removeprefix("NVIDIA "))
+    return t
+
+
+def device_view(dev: Device) -> RenderableType:
+    t = Table(box=box.SIMPLE_HEAD, title=f"{dev.name}", title_justify="left",
+              title_style="bold", pad_edge=False)
+    t.add_column("key")
+    t.add_column("value")
+    for k, v in dev.to_dict().items():
+        if k == "sources":
+            continue
+        if isinstance(v, list):
+            v = ", ".join(str(x) for x in v) or "-"
+        t.add_row(k, "-" if v is None else str(v))
+    src = _kv(list(dev.sources.items()), title="Sources")
+    where = Text(f"profile: {dev.path}" if dev.path else "profile: detected from the live GPU")
+    return Group(t, src, Text(""), where)
