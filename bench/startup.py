@@ -39,7 +39,9 @@ def main() -> int:
         a.append(_time(calc))
         b.append(_time(floor))
     ca, cb = statistics.median(a), statistics.median(b)
-    result = {"calc_s": round(ca, 4), "floor_s": round(cb, 4), "ratio": round(ca / cb, 3),
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    result = {"date": time.strftime("%Y-%m-%d"), "commit": commit, "calc_s": round(ca, 4), "floor_s": round(cb, 4), "ratio": round(ca / cb, 3),
               "runs": args.n, "target_ratio": 1.5, "python": platform.python_version(),
               "machine": platform.machine(), "command": " ".join(calc[-7:])}
     if args.json:
