@@ -246,6 +246,51 @@ def best(device: str, regs: int, smem: int, dyn_smem: int, carveout: int | None,
     _console().print(best_view(dev, b, available))
 
 
+@main.command()
+@click.argument("manifest", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github", "sarif"]),
+              default="text", show_default=True, help="Output format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the report to a file instead of stdout (replaced if it exists).")
+@translate_errors
+def check(manifest: str, fmt: str, output: str | None) -> None:
+    """Check a manifest of launch configs against target GPUs (for CI).
+
+    Per kernel x device: can it launch, is occupancy at or above its floor, are the
+    register and spill rules kept. Exit 0 when all pass, 1 when any fails, 2 for a bad
+    manifest. Example: occupancy check launches.yaml --format github
+    """
+    from .check import evaluate, load_manifest
+    from .resources import resolve_for_check
+
+    m = load_manifest(manifest)
+    verdicts = evaluate(m, resolve_for_check)
+    if fmt == "text":
+        from .render import check_table
+
+        if output:
+            from io import StringIO
+
+            from rich.console import Console
+
+            buf = StringIO()
+            Console(file=buf, width=100, markup=False, emoji=False).print(
+                check_table(manifest, verdicts))
+            write_atomically(output, buf.getvalue(), force=True)
+        else:
+            _console().print(check_table(manifest, verdicts))
+    else:
+        from . import formats
+
+        text = {"json": formats.check_json, "junit": formats.check_junit,
+                "github": formats.check_github, "sarif": formats.check_sarif}[fmt](manifest, verdicts)
+        if output:
+            write_atomically(output, text, force=True)
+        else:
+            click.echo(text, nl=False)
+    sys.exit(EXIT_OK if all(v.ok for v in verdicts) else EXIT_PROBLEM)
+
+
 @main.group(invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
 @click.pass_context

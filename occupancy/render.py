@@ -203,3 +203,22 @@ def device_view(dev: Device) -> RenderableType:
     src = _kv(list(dev.sources.items()), title="Sources")
     where = Text(f"profile: {dev.path}" if dev.path else "profile: detected from the live GPU")
     return Group(t, src, Text(""), where)
+
+
+def check_table(manifest: str, verdicts: list) -> RenderableType:  # type: ignore[type-arg]
+    t = Table(box=box.SIMPLE_HEAD, title=f"occupancy check {manifest}", title_justify="left",
+              title_style="bold", pad_edge=False)
+    t.add_column("kernel")
+    t.add_column("device")
+    t.add_column("blocks", justify="right")
+    t.add_column("occ.", justify="right")
+    t.add_column("verdict")
+    for v in verdicts:
+        t.add_row(v.kernel, v.device, str(v.active_blocks_per_sm), _pct(v.occupancy),
+                  "ok" if v.ok else "FAIL")
+    passed = sum(v.ok for v in verdicts)
+    parts: list[RenderableType] = [t]
+    parts += [Text(f"{manifest}:{v.line}: {v.kernel} on {v.device}: {p}")
+              for v in verdicts for p in v.problems]
+    parts.append(Text(f"{passed} passed, {len(verdicts) - passed} failed"))
+    return Group(*parts)
