@@ -291,6 +291,80 @@ def check(manifest: str, fmt: str, output: str | None) -> None:
     sys.exit(EXIT_OK if all(v.ok for v in verdicts) else EXIT_PROBLEM)
 
 
+@main.command()
+@click.argument("kernel", type=click.Choice(["matmul", "transpose"]))
+@device_option
+@click.option("-n", "size", type=click.IntRange(1), default=4096, show_default=True,
+              help="Matrix size (n x n); any n, edge tiles are guarded.")
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
+@translate_errors
+def tile(kernel: str, device: str, size: int, as_json: bool) -> None:
+    """Which tile size? Every candidate of a kernel family, predicted, and the pick.
+
+    Registers come from compiling kernels/KERNEL.cu for the device's architecture
+    (nvcc 13 for sm_75+, NVRTC + ptxas 12.9 for sm_50-sm_72; estimates otherwise).
+    Example: occupancy tile matmul -d gtx1080 -n 4096
+    """
+    from .advisor import analyze, report_dict
+    from .profiles import load_device
+
+    report = analyze(load_device(device), kernel, size)
+    if as_json:
+        _emit_json(report_dict(report))
+        return
+    from .render import tile_view
+
+    _console().print(tile_view(report))
+
+
+@main.command()
+@click.option("--words", default=None, metavar="W0,W1,...",
+              help="Explicit 4-byte word index per thread (thread 0 first), e.g. 1,33.")
+@click.option("--pitch", type=click.IntRange(1), default=32, show_default=True,
+              help="Row pitch of the 2-D tile in elements (33 for tile[32][33]).")
+@click.option("--column", is_flag=True, help="Threads read down a column (thread t, row t).")
+@click.option("--stride", type=click.IntRange(0), default=1, show_default=True,
+              help="Elements between neighbouring threads along a row.")
+@click.option("--offset", type=click.IntRange(0), default=0, show_default=True,
+              help="First element (row read) or column index (column read).")
+@click.option("--element-bytes", "-e", type=click.Choice(["1", "2", "4", "8", "16"]), default="4",
+              show_default=True, help="Bytes per element (float4 = 16).")
+@click.option("--threads", type=click.IntRange(1, 32), default=32, show_default=True)
+@click.option("--banks", "nbanks", type=click.Choice(["16", "32"]), default="32", show_default=True,
+              help="16 for CC 1.x (half-warp).")
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
+@translate_errors
+def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
+          element_bytes: str, threads: int, nbanks: str, as_json: bool) -> None:
+    """Shared-memory bank conflicts of one warp's access.
+
+    Examples: occupancy banks --words 1,33 (2-way); occupancy banks --column
+    (a column of float tile[32][32]: 32-way); occupancy banks --column --pitch 33.
+    """
+    from .banks import bank_conflicts, tile_addresses
+
+    size = int(element_bytes)
+    if words is not None:
+        try:
+            addresses = [int(w) * 4 for w in words.split(",") if w.strip()]
+        except ValueError:
+            raise InputError(f"--words: '{words}' is not a comma-separated list of word "
+                             "indexes, e.g. 1,33") from None
+        if not addresses or any(a < 0 for a in addresses) or len(addresses) > 32:
+            raise InputError("--words: give 1 to 32 non-negative word indexes")
+    else:
+        addresses = tile_addresses(pitch, column, size, stride, offset, threads)
+    result = bank_conflicts(addresses, size, int(nbanks))
+    if as_json:
+        _emit_json({"ways": result.ways, "wavefronts": result.wavefronts,
+                    "conflict_free": result.ways == 1, "element_bytes": size,
+                    "addresses": addresses, "banks": [list(b) for b in result.banks]})
+        return
+    from .render import banks_view
+
+    _console().print(banks_view(result, addresses, size))
+
+
 @main.group(invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
 @click.pass_context

@@ -222,3 +222,62 @@ def check_table(manifest: str, verdicts: list) -> RenderableType:  # type: ignor
               for v in verdicts for p in v.problems]
     parts.append(Text(f"{passed} passed, {len(verdicts) - passed} failed"))
     return Group(*parts)
+
+
+def tile_view(report: object) -> RenderableType:
+    from .advisor import TileReport
+
+    assert isinstance(report, TileReport)
+    r = report
+    dev = r.device
+    head = Text(f"{r.kernel}, n = {r.n:,}, on {dev.name} (CC {dev.compute_capability})",
+                style="bold")
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
+    for col, just in (("candidate", "left"), ("block", "right"), ("regs", "right"),
+                      ("smem B", "right"), ("blk", "right"), ("occ.", "right"),
+                      ("ways", "right"), ("pred. ms", "right"), ("bound", "left")):
+        t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+    for a in r.analyses:
+        c, p = a.candidate, a.prediction
+        mark = "* " if a is r.recommended else ""
+        regs = f"{a.resources.registers_per_thread}" + ("~" if a.resources.estimated else "")
+        shape = str(c.block[0]) if c.block[1] == 1 else f"{c.block[0]}x{c.block[1]}"
+        t.add_row(mark + c.label, shape, regs, f"{a.resources.static_shared_memory:,}",
+                  str(a.occupancy.active_blocks_per_sm), _pct(a.occupancy.occupancy),
+                  str(a.counts.bank_conflict_ways), f"{p.predicted_ms:.3f}" if p else "-",
+                  p.bound if p else "no launch")
+    parts: list[RenderableType] = [head, t]
+    sources = sorted({a.resources.source for a in r.analyses})
+    parts.append(Text("registers: " + "; ".join(sources)
+                      + ("  (~ = estimate)" if any(a.resources.estimated for a in r.analyses)
+                         else "")))
+    parts += [Text(f"{a.candidate.label}: cannot launch: {a.occupancy.cannot_launch[0]}")
+              for a in r.analyses if not a.launchable]
+    if r.recommended:
+        parts += [Text(""), Text(f"Recommended: {r.recommended.candidate.label}", style="bold")]
+    parts += [Text(f"- {x}") for x in r.reasons]
+    parts += [Text(f"note: {x}") for x in r.notes]
+    return Group(*parts)
+
+
+def banks_view(result: object, addresses: list[int], element_bytes: int) -> RenderableType:
+    from .banks import BankResult
+
+    assert isinstance(result, BankResult)
+    kind = " (conflict-free)" if result.ways == 1 else " bank conflict"
+    lines: list[RenderableType] = [Text(
+        f"{result.ways}-way{kind}: {result.wavefronts} pass(es) for {len(addresses)} threads "
+        f"of {element_bytes} B", style="bold")]
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column("thread", justify="right")
+    t.add_column("byte address", justify="right")
+    t.add_column("word", justify="right")
+    t.add_column("bank(s)")
+    for i, a in enumerate(addresses):
+        t.add_row(str(i), f"{a:,}", str(a // 4), ",".join(str(b) for b in result.banks[i]))
+    lines.append(t)
+    if result.ways > 1:
+        worst = sorted((b for b, c in result.words_per_bank.items() if c == result.ways))
+        lines.append(Text(f"bank(s) {', '.join(map(str, worst[:8]))} serve {result.ways} "
+                          "different words each"))
+    return Group(*lines)

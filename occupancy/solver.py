@@ -201,8 +201,12 @@ def blocks_by_shared_memory(dev: Device, static: int, dynamic: int, carveout: in
             fix = (f"opt in with cudaFuncSetAttribute(kernel, "
                    f"cudaFuncAttributeMaxDynamicSharedMemorySize, {dynamic}) or use <= "
                    f"{dev.shared_memory_per_block_bytes:,} B")
+        elif static + reserved > (optin_cap if opt_in else default_cap):
+            fix = "the static shared memory alone is too large: use a smaller tile"
         else:
-            fix = f"use <= {dev.shared_memory_per_block_optin_bytes - static:,} B of dynamic smem"
+            cap = dev.shared_memory_per_block_optin_bytes if opt_in else \
+                dev.shared_memory_per_block_bytes
+            fix = f"use <= {cap - static:,} B of dynamic smem"
         limit = optin_cap if opt_in else default_cap
         what = "opt-in" if opt_in and optin_cap != default_cap else "default"
         problem = (f"{asked:,} B of shared memory per block (+{reserved:,} B reserved, "

@@ -1,0 +1,158 @@
+"""`occupancy tile`: every candidate of a kernel family on a device, and the recommendation.
+
+Joins the pieces: candidates and counts (tiling.py), registers from the real compiler for
+the device's architecture (resources.py), occupancy (solver.py), predicted time (model.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .device import Device
+from .errors import OccupancyError
+from .model import ROOF_NAMES, Prediction, predict
+from .resources import CompilerUnavailable, KernelResources, compile_or_estimate
+from .solver import LIMIT_NAMES, OccupancyResult, solve
+from .tiling import Candidate, Counts, candidates, counts, static_smem
+
+# Used only when no compiler can build for the device at all: registers of the shipped
+# kernels as ptxas 13.0 assigns them for sm_90 (every number marked as an estimate).
+_ESTIMATED_REGISTERS = {"matmul_naive": 32, "matmul_tiled": 32, "matmul_regblock": 128,
+                        "transpose_naive": 26, "transpose_tiled": 30, "transpose_padded": 30}
+
+
+def kernels_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for cand in (here / "kernels", here.parent / "kernels"):
+        if cand.is_dir():
+            return cand
+    raise OccupancyError("the shipped kernels are missing: reinstall occupancy")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    candidate: Candidate
+    resources: KernelResources
+    occupancy: OccupancyResult
+    counts: Counts
+    prediction: Prediction | None  # None: cannot launch
+
+    @property
+    def launchable(self) -> bool:
+        return self.occupancy.launchable
+
+
+@dataclass(frozen=True)
+class TileReport:
+    device: Device
+    kernel: str
+    n: int
+    analyses: tuple[Analysis, ...]
+    recommended: Analysis | None
+    reasons: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _resources(dev: Device, c: Candidate, notes: list[str]) -> KernelResources:
+    src = kernels_dir() / f"{c.kernel}.cu"
+    try:
+        found = compile_or_estimate(src, dev, c.defines)
+        return found[c.function]
+    except CompilerUnavailable as exc:
+        if not any("estimate" in n for n in notes):
+            notes.append(f"registers are estimates: {exc}")
+        return KernelResources(c.function, _ESTIMATED_REGISTERS[c.function], static_smem(c),
+                               0 if c.variant == "naive" else 1, 0, 0, 0, None,
+                               "estimate (no compiler; pip install 'occupancy[compiler]')")
+
+
+def analyze(dev: Device, kernel: str, n: int) -> TileReport:
+    if not isinstance(n, int) or n <= 0:
+        raise OccupancyError(f"-n must be a positive integer (the matrix size), got {n}")
+    notes: list[str] = []
+    out = []
+    for c in candidates(kernel):
+        res = _resources(dev, c, notes)
+        occ = solve(dev, c.threads, res.registers_per_thread, res.static_shared_memory, 0,
+                    max_threads_per_block=res.max_threads_per_block,
+                    block_barriers=max(res.barriers, 1 if c.variant != "naive" else 0))
+        k = counts(c, n)
+        pred = predict(dev, c, k, occ, n) if occ.launchable else None
+        out.append(Analysis(c, res, occ, k, pred))
+    runnable = [a for a in out if a.prediction is not None]
+    if not runnable:
+        return TileReport(dev, kernel, n, tuple(out), None,
+                          ("no candidate can launch on this device",), tuple(notes))
+    best = min(runnable, key=lambda a: a.prediction.predicted_ms)  # type: ignore[union-attr]
+    return TileReport(dev, kernel, n, tuple(out), best, tuple(_reasons(best, runnable, n)),
+                      tuple(notes))
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f}%"
+
+
+def _reasons(best: Analysis, runnable: list[Analysis], n: int) -> list[str]:
+    p = best.prediction
+    assert p is not None
+    c = best.candidate
+    occ = best.occupancy
+    limiter = ", ".join(x.replace("_", " ") for x in LIMIT_NAMES if x in occ.limiters)
+    reasons = [f"{c.label}: predicted {p.predicted_ms:.3f} ms, bound by {ROOF_NAMES[p.bound]}"]
+    others = sorted((a for a in runnable if a is not best),
+                    key=lambda a: a.prediction.predicted_ms)  # type: ignore[union-attr]
+    if others:
+        nxt = others[0]
+        ratio = nxt.prediction.predicted_ms / p.predicted_ms  # type: ignore[union-attr]
+        reasons.append(f"{ratio:.2f}x faster than the runner-up, {nxt.candidate.label}")
+    reasons.append(f"occupancy {_pct(occ.occupancy)} ({occ.active_blocks_per_sm} blocks of "
+                   f"{c.threads} threads per SM, limited by {limiter}; "
+                   f"{best.resources.registers_per_thread} registers from "
+                   f"{best.resources.source})")
+    naive = next((a for a in runnable if a.candidate.variant == "naive"), None)
+    saved = (naive.counts.global_load_elements / best.counts.global_load_elements
+             if naive and best.counts.global_load_elements else 1.0)
+    if naive and naive is not best and saved >= 1.5:
+        reasons.append(f"{saved:.0f}x fewer global loads than the naive kernel "
+                       f"({best.counts.global_load_elements:.3g} vs "
+                       f"{naive.counts.global_load_elements:.3g} elements)")
+    if best.counts.bank_conflict_ways > 1:
+        reasons.append(f"its shared-memory access has {best.counts.bank_conflict_ways}-way "
+                       "bank conflicts, counted in the load/store roof")
+    if p.hiding < 1:
+        reasons.append(f"the resident warps hide {_pct(p.hiding)} of the memory latency")
+    return reasons
+
+
+def report_dict(r: TileReport) -> dict[str, Any]:
+    def one(a: Analysis) -> dict[str, Any]:
+        c, res, occ, k, p = a.candidate, a.resources, a.occupancy, a.counts, a.prediction
+        return {
+            "variant": c.variant, "label": c.label, "function": c.function,
+            "tile": c.tile, "coarsening": c.coarsening, "defines": dict(c.defines),
+            "block": list(c.block), "threads_per_block": c.threads,
+            "registers_per_thread": res.registers_per_thread,
+            "registers_source": res.source, "spills": res.spills,
+            "static_shared_memory": res.static_shared_memory,
+            "active_blocks_per_sm": occ.active_blocks_per_sm, "occupancy": occ.occupancy,
+            "limiters": [x for x in LIMIT_NAMES if x in occ.limiters],
+            "launchable": occ.launchable, "cannot_launch": list(occ.cannot_launch),
+            "global_loads": k.global_load_elements,
+            "global_load_bytes": k.global_load_elements * 4,
+            "load_sectors_per_request": k.load_sectors_per_request,
+            "store_sectors_per_request": k.store_sectors_per_request,
+            "ideal_sectors_per_request": k.ideal_sectors_per_request,
+            "bank_conflict_ways": k.bank_conflict_ways,
+            "flops": k.flops,
+            "arithmetic_intensity": p.arithmetic_intensity if p else None,
+            "predicted_ms": p.predicted_ms if p else None,
+            "bound": p.bound if p else None,
+            "roofs_ms": p.roofs_ms if p else None,
+        }
+
+    rec = one(r.recommended) if r.recommended else None
+    return {"device": r.device.key, "device_name": r.device.name, "kernel": r.kernel, "n": r.n,
+            "candidates": [one(a) for a in r.analyses], "recommended": rec,
+            "reasons": list(r.reasons), "notes": list(r.notes)}

@@ -1,0 +1,119 @@
+"""Performance model: predicted time of a tile candidate on a device (docs/model.md).
+
+Roofs, each a time: FP32 issue, the load/store unit (wavefronts through L1/shared
+memory), L2 bandwidth (what misses L1), scattered partial-sector stores, and DRAM.
+Occupancy enters through latency hiding (Little's law); the grid through wave
+quantization. Constants below carry the hardware fact or the measurement they come from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .device import Device
+from .solver import OccupancyResult
+from .tiling import Candidate, Counts
+
+# One warp-wide shared-memory access (32 lanes x 4 B = 128 B) per clock per SM: the LSU's
+# rate since Maxwell. A global load that hits L1 costs more than a shared load (tag lookup,
+# address divergence handling): 1.6 LDS-equivalents, calibrated on the H200 naive matmul.
+LSU_WAVEFRONTS_PER_CLOCK = 1.0
+GLOBAL_LOAD_COST = 1.6
+BARRIER_COST = 1.0  # a __syncthreads occupies the issue slot like one wavefront
+# L2 bandwidth per SM per clock for what misses L1: ~5.5 TB/s on H100/H200 (132 SMs at
+# 1.98 GHz); used for every device, scaled by its SMs and clock.
+L2_BYTES_PER_CLOCK_PER_SM = 21.0
+# Stores that touch a sector partially (the naive transpose's column writes) are merged
+# in L2 with byte masks at about a quarter sector per clock per SM (H200: 514 GB/s).
+PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM = 0.25
+# Sustained fractions of the datasheet peaks: device-to-device copy reaches 84% of the
+# H200's DRAM bandwidth (4.04 of 4.81 TB/s); cuBLAS SGEMM 76% of its FP32 peak (50.9 of
+# 66.9 TFLOP/s): clocks drop under full FMA load.
+DRAM_EFFICIENCY = 0.84
+FP32_EFFICIENCY = 0.76
+# Roofs overlap imperfectly: the second-largest adds a quarter of itself.
+OVERLAP = 0.25
+DRAM_LATENCY_CLOCKS = 800  # global load latency on a miss, order of magnitude since Volta
+FMA_LATENCY_CLOCKS = 4
+SCHEDULERS_PER_SM = 4
+LAUNCH_OVERHEAD_MS = 0.005
+ROOF_NAMES = {"fp32": "FP32 issue", "lsu": "the load/store unit (L1 and shared memory)",
+              "l2": "L2 bandwidth", "dram": "DRAM bandwidth",
+              "scatter": "scattered partial-sector stores"}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    predicted_ms: float
+    bound: str  # the largest roof: fp32, lsu (load/store unit), l2, dram, scatter
+    roofs_ms: dict[str, float]
+    hiding: float  # 0-1: how much of the latency the resident warps hide
+    wave_efficiency: float  # 0-1: last partial wave of blocks
+    dram_bytes: float
+    l2_bytes: float
+    arithmetic_intensity: float  # FLOP per DRAM byte
+
+
+def _l1_miss_bytes(dev: Device, c: Candidate, k: Counts, n: int) -> float:
+    """Bytes the L1 sends to L2. Tiled kernels load each tile once (no L1 reuse); the naive
+    matmul reuses each 32-B sector of A along k and B's row across the block's warps."""
+    if dev.l2_cache_bytes == 0:  # CC 1.x: no cache in front of DRAM at all
+        return (k.global_load_sectors + k.global_store_sectors) * 32.0
+    if c.kernel == "matmul" and c.variant == "naive":
+        bx, by = c.block
+        return 4.0 * n ** 3 * (1 / bx + 1 / by)
+    return (k.global_load_sectors + k.global_store_sectors) * 32.0
+
+
+def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) -> Prediction:
+    clock = dev.boost_clock_mhz * 1e6
+    sms = dev.sm_count
+    fp32 = k.flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if k.flops else 0.0
+    # Every warp instruction is at least one pass; 128 B (4 sectors) per pass beyond that.
+    wavefronts = (GLOBAL_LOAD_COST * max(k.global_loads, k.global_load_sectors / 4)
+                  + max(k.global_stores, k.global_store_sectors / 4)
+                  + k.shared_load_wavefronts + k.shared_store_wavefronts
+                  + BARRIER_COST * k.barriers)
+    lsu = wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
+    l2_bytes = _l1_miss_bytes(dev, c, k, n)
+    l2 = l2_bytes / (sms * clock * L2_BYTES_PER_CLOCK_PER_SM)
+    scattered = 0.0
+    if k.store_sectors_per_request > k.ideal_sectors_per_request:
+        scattered = k.global_store_sectors / (sms * clock * PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM)
+    # DRAM: compulsory traffic, plus re-reads when the panels the resident blocks stream
+    # at once do not fit in L2.
+    dram_bytes = k.compulsory_bytes
+    resident = max(occ.active_blocks_per_sm, 1) * sms
+    footprint = k.panel_bytes_per_block * min(resident, k.grid_blocks) ** 0.5 * 2 \
+        if k.panel_bytes_per_block else 0.0
+    if dev.l2_cache_bytes == 0:
+        dram_bytes = max(dram_bytes, l2_bytes)
+    elif footprint > dev.l2_cache_bytes:
+        dram_bytes += l2_bytes * (1 - dev.l2_cache_bytes / footprint)
+    dram = dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
+
+    # Latency hiding. Memory: bytes in flight per SM must cover bandwidth x latency.
+    warps = max(occ.active_warps_per_sm, 1)
+    per_warp_in_flight = k.bytes_in_flight_per_warp
+    need_bytes = dev.dram_bandwidth_gb_s * 1e9 / sms / clock * DRAM_LATENCY_CLOCKS
+    mem_hiding = min(1.0, warps * per_warp_in_flight / need_bytes)
+    # Arithmetic: each scheduler needs FMA latency's worth of independent instructions.
+    ilp = c.coarsening if c.kernel == "matmul" else 1
+    fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
+    roofs = {"fp32": fp32 / fma_hiding, "lsu": lsu / fma_hiding, "l2": l2 / mem_hiding,
+             "dram": dram / mem_hiding, "scatter": scattered}
+    ranked = sorted(roofs.values(), reverse=True)
+    seconds = ranked[0] + OVERLAP * ranked[1]
+    waves_capacity = resident
+    waves = -(-k.grid_blocks // waves_capacity)
+    wave_eff = k.grid_blocks / (waves * waves_capacity)
+    if waves <= 2:  # a small grid leaves SMs idle in its last wave
+        seconds /= wave_eff
+    else:
+        wave_eff = 1.0
+    bound = max(roofs, key=lambda r: roofs[r])
+    ms = seconds * 1e3 + LAUNCH_OVERHEAD_MS
+    return Prediction(ms, bound, {r: v * 1e3 for r, v in roofs.items()},
+                      min(mem_hiding, fma_hiding) if bound != "fp32" else fma_hiding,
+                      wave_eff, dram_bytes, l2_bytes,
+                      k.flops / dram_bytes if dram_bytes else 0.0)

@@ -1,0 +1,205 @@
+"""Tile candidates of the shipped kernels (kernels/*.cu) and what each one costs.
+
+For every candidate: its block shape (from its parameters), the macros it is compiled
+with, and per-launch counts the performance model needs: FLOPs, global and shared
+memory instructions with their sectors and bank-conflict ways (computed from the
+addresses a warp touches, with banks.py), barriers, and global traffic (the seeds'
+2N^3 naive loads against 2N^3/TILE tiled).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .banks import bank_conflicts, ideal_sectors, sectors
+from .errors import OccupancyError
+
+FAMILIES = ("matmul", "transpose")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One kernel configuration: which function, which macros, which block."""
+
+    kernel: str  # family: "matmul" / "transpose"
+    variant: str  # naive, tiled, regblock, padded
+    function: str  # the __global__ in kernels/<family>.cu
+    block: tuple[int, int]
+    defines: dict[str, int] = field(default_factory=dict)
+    tile: int = 0  # the tile edge (0: none)
+    coarsening: int = 1  # outputs (matmul) or elements (transpose) per thread
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1]
+
+    @property
+    def label(self) -> str:
+        if self.variant == "regblock":
+            d = self.defines
+            return f"regblock{d['BM']} {d['TM']}x{d['TN']}" + (f" k{d['BK']}" if d["BK"] != 8 else "")
+        if self.kernel == "transpose":
+            return f"{self.variant} {self.block[0]}x{self.block[1]}"
+        return "naive" if self.variant == "naive" else f"{self.variant} {self.tile}"
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Per launch, warp-level. Wavefronts: passes through the load/store unit."""
+
+    flops: float
+    fma_instructions: float
+    global_load_elements: float  # what the threads ask for (the seeds' count)
+    global_loads: float  # warp instructions
+    global_load_sectors: float
+    global_stores: float
+    global_store_sectors: float
+    shared_loads: float
+    shared_load_wavefronts: float
+    shared_stores: float
+    shared_store_wavefronts: float
+    barriers: float  # warp-level barrier instructions
+    compulsory_bytes: float  # read each input once, write each output once
+    grid_blocks: int
+    iterations_per_warp: float  # main-loop trips per warp (latency chain length)
+    bank_conflict_ways: int  # worst shared-memory access of the candidate
+    load_sectors_per_request: float
+    store_sectors_per_request: float
+    ideal_sectors_per_request: float
+    panel_bytes_per_block: float  # matmul: A and B panels one block streams (L2 reuse)
+    bytes_in_flight_per_warp: float  # global loads a warp issues before it needs them
+
+
+def candidates(kernel: str) -> list[Candidate]:
+    """The candidates `occupancy tile` compares for a kernel family."""
+    if kernel == "matmul":
+        out = [Candidate("matmul", "naive", "matmul_naive", (16, 16), {"TILE": 16})]
+        out += [Candidate("matmul", "tiled", "matmul_tiled", (t, t), {"TILE": t}, tile=t)
+                for t in (8, 16, 32)]
+        for bm, bn, bk, tm, tn in ((64, 64, 16, 4, 4), (128, 128, 8, 8, 8), (128, 128, 16, 8, 8)):
+            threads = (bm // tm) * (bn // tn)
+            out.append(Candidate("matmul", "regblock", "matmul_regblock", (threads, 1),
+                                 {"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn},
+                                 tile=bm, coarsening=tm * tn))
+        return out
+    if kernel == "transpose":
+        out = [Candidate("transpose", "naive", "transpose_naive", (32, 8),
+                         {"TILE": 32, "BLOCK_ROWS": 8}, tile=32, coarsening=4)]
+        for variant in ("tiled", "padded"):
+            for rows in (8, 32):
+                out.append(Candidate("transpose", variant, f"transpose_{variant}", (32, rows),
+                                     {"TILE": 32, "BLOCK_ROWS": rows}, tile=32,
+                                     coarsening=32 // rows))
+        return out
+    raise OccupancyError(f"unknown kernel family '{kernel}': choose one of {', '.join(FAMILIES)}")
+
+
+def static_smem(c: Candidate) -> int:
+    """Static shared memory the kernel declares (bytes), exact from its macros."""
+    if c.variant == "tiled" and c.kernel == "matmul":
+        return 2 * c.tile * c.tile * 4
+    if c.variant == "regblock":
+        d = c.defines
+        return 2 * d["BK"] * (d["BM"] + d["BN"]) * 4
+    if c.kernel == "transpose" and c.variant in ("tiled", "padded"):
+        pad = 1 if c.variant == "padded" else 0
+        return c.tile * (c.tile + pad) * 4
+    return 0
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _warp_threads(block: tuple[int, int]) -> list[tuple[int, int]]:
+    """(tx, ty) of the first warp of a block."""
+    bx = block[0]
+    return [(t % bx, t // bx) for t in range(min(32, block[0] * block[1]))]
+
+
+def counts(c: Candidate, n: int) -> Counts:
+    if n <= 0:
+        raise OccupancyError(f"the matrix size must be a positive integer, got {n}")
+    return _matmul(c, n) if c.kernel == "matmul" else _transpose(c, n)
+
+
+def _matmul(c: Candidate, n: int) -> Counts:
+    w = _warp_threads(c.block)
+    flops = 2.0 * n ** 3
+    fma = n ** 3 / 32
+    if c.variant == "naive":
+        # Per k: A[row][k] (a broadcast per row) and B[k][col] (consecutive columns).
+        a_sec = sectors([(ty * n) * 4 for tx, ty in w])
+        b_sec = sectors([tx * 4 for tx, ty in w])
+        loads = 2 * fma
+        grid = _cdiv(n, c.block[0]) * _cdiv(n, c.block[1])
+        return Counts(flops, fma, 2.0 * n ** 3, loads, fma * (a_sec + b_sec), n * n / 32,
+                      n * n / 32 * ideal_sectors(32, 4), 0, 0, 0, 0, 0, 12.0 * n * n, grid,
+                      n, 1, (a_sec + b_sec) / 2, ideal_sectors(32, 4), ideal_sectors(32, 4),
+                      float(n * 4 * (c.block[0] + c.block[1])), 256.0)
+    if c.variant == "tiled":
+        t = c.tile
+        tiles = _cdiv(n, t)
+        warps_total = _cdiv(n, t) ** 2 * _cdiv(t * t, 32)
+        # Inner loop: As[ty][k] is the same word for a row of threads (a broadcast; ptxas
+        # reads 4 k at a time with one LDS.128), Bs[k][tx] consecutive words.
+        a = bank_conflicts([(ty * t) * 4 for tx, ty in w]).ways
+        b = bank_conflicts([tx * 4 for tx, ty in w]).ways
+        st = bank_conflicts([(ty * t + tx) * 4 for tx, ty in w]).ways
+        lds = fma * (1 + 0.25)
+        lds_wf = fma * (b + 0.25 * a)
+        ldg = float(warps_total * tiles * 2)
+        row_sec = sectors([(ty * n + tx) * 4 for tx, ty in w])
+        return Counts(flops, fma, 2.0 * n ** 3 / t, ldg, ldg * row_sec, n * n / 32,
+                      n * n / 32 * row_sec, lds, lds_wf, ldg, ldg * st, warps_total * tiles * 2,
+                      12.0 * n * n, tiles * tiles, tiles, max(a, b, st), row_sec,
+                      row_sec, ideal_sectors(len(w), 4), float(2 * t * n * 4), 256.0)
+    d = c.defines
+    bm, bn, bk, tm, tn = d["BM"], d["BN"], d["BK"], d["TM"], d["TN"]
+    blocks = _cdiv(n, bm) * _cdiv(n, bn)
+    warps = c.threads // 32
+    ktiles = _cdiv(n, bk)
+    # float4 global loads: A tile BM x BK and B tile BK x BN per k step, per block.
+    ldg = blocks * ktiles * (bm * bk + bk * bn) / 4 / 32
+    ldg_sec = ldg * 16  # 32 threads x 16 B = 512 B = 16 sectors, fully used
+    # Shared: per k, each thread reads TM/4 + TN/4 float4s (As column, Bs row).
+    lds = blocks * warps * ktiles * bk * (tm // 4 + tn // 4)
+    tid = list(range(32))
+    col_groups = bn // tn
+    b_addr = [(((t % col_groups) * 4) * 4) for t in tid]
+    a_addr = [(((t // col_groups) * 4) * 4) for t in tid]
+    bw = bank_conflicts(b_addr, 16).wavefronts / 4
+    aw = bank_conflicts(a_addr, 16).wavefronts / 4
+    lds_wf = blocks * warps * ktiles * bk * ((tm // 4) * aw * 4 + (tn // 4) * bw * 4) / 4
+    # A is stored transposed: 4 scalar stores per float4, threads 2 apart in a column.
+    sts_a = blocks * ktiles * bm * bk / 32
+    a_store = bank_conflicts([((t % (bk // 4)) * 4 * bm + t // (bk // 4)) * 4 for t in tid]).ways
+    sts_b = blocks * ktiles * bk * bn / 4 / 32
+    return Counts(flops, fma, n ** 3 * (1 / bm + 1 / bn), ldg, ldg_sec, n * n / 32 / 4,
+                  n * n / 32 / 4 * 16, lds, lds_wf, sts_a + sts_b, sts_a * a_store + sts_b * 4,
+                  blocks * warps * ktiles, 12.0 * n * n, blocks, ktiles,
+                  max(a_store, int(bw), int(aw), 1), 16, 16, 16,
+                  float(n * 4 * (bm + bn)), (bm * bk + bk * bn) * 4.0 / warps)
+
+
+def _transpose(c: Candidate, n: int) -> Counts:
+    t = c.tile
+    rows = c.block[1]
+    tiles = _cdiv(n, t) ** 2
+    warps = c.threads // 32
+    per_thread = t // rows
+    w = _warp_threads(c.block)
+    instr = tiles * warps * per_thread  # each of loads and stores
+    read_sec = sectors([(ty * n + tx) * 4 for tx, ty in w])
+    if c.variant == "naive":
+        write_sec = sectors([(tx * n + ty) * 4 for tx, ty in w])
+        return Counts(0, 0, n * n, instr, instr * read_sec, instr, instr * write_sec, 0, 0, 0, 0,
+                      0, 8.0 * n * n, tiles, per_thread, 1, read_sec, write_sec,
+                      ideal_sectors(32, 4), 0, 128.0 * per_thread)
+    pitch = t + (1 if c.variant == "padded" else 0)
+    store_ways = bank_conflicts([(ty * pitch + tx) * 4 for tx, ty in w]).ways
+    load_ways = bank_conflicts([(tx * pitch + ty) * 4 for tx, ty in w]).ways
+    return Counts(0, 0, n * n, instr, instr * read_sec, instr, instr * read_sec, instr,
+                  instr * load_ways, instr, instr * store_ways, tiles * warps, 8.0 * n * n,
+                  tiles, per_thread, max(load_ways, store_ways), read_sec, read_sec,
+                  ideal_sectors(32, 4), 0, 128.0 * per_thread)
