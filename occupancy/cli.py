@@ -365,6 +365,58 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
     _console().print(banks_view(result, addresses, size))
 
 
+@main.command()
+@click.argument("kernel", type=click.Choice(["matmul", "transpose", "all"]), default="all")
+@click.option("-n", "size", type=click.IntRange(64), default=None,
+              help="Matrix size (default: 4096 for matmul, 8192 for transpose).")
+@click.option("--tiles", default=None, metavar="LABEL,...",
+              help="Only these candidates (labels as `occupancy tile` prints them).")
+@click.option("--reps", type=click.IntRange(3), default=20, show_default=True,
+              help="Timed runs per kernel (median reported).")
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Also write the JSON record to this file.")
+@translate_errors
+def measure(kernel: str, size: int | None, tiles: str | None, reps: int, as_json: bool,
+            output: str | None) -> None:
+    """Launch the shipped kernels on the GPU: verify, time, compare with the model.
+
+    Needs CuPy and an NVIDIA GPU (pip install 'occupancy[gpu]') and nvcc. For every
+    candidate: predicted and driver occupancy, predicted and measured time, the
+    achieved rate and the percent of the ceilings measured in the same run.
+    """
+    from .gpu import cupy_module
+    from .gpu import measure as run_measure
+
+    cupy_module("measure")  # fail fast, before anything else, without CuPy or a GPU
+    kernels = ["matmul", "transpose"] if kernel == "all" else [kernel]
+    labels = [t.strip() for t in tiles.split(",")] if tiles else None
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("measuring", total=1)
+
+        def progress(i: int, total: int, what: str) -> None:
+            bar.update(task, completed=i, total=total, description=what)
+
+        data = run_measure(kernels, size or 4096, size or 8192, labels, reps, progress)
+    if output:
+        import json
+
+        write_atomically(output, json.dumps(data, indent=2) + "\n", force=True)
+    if as_json:
+        _emit_json(data)
+    else:
+        from .render import measure_view
+
+        _console().print(measure_view(data))
+    bad = [r["label"] for r in data["results"] if not r["verified"] or not r["occupancy_match"]]
+    if bad:
+        click.echo(f"problem: {', '.join(bad)} failed verification or occupancy", err=True)
+        sys.exit(EXIT_PROBLEM)
+
+
 @main.group(invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
 @click.pass_context

@@ -45,3 +45,229 @@ def device_properties(index: int = 0) -> dict[str, Any]:
             except Exception:  # an attribute the runtime does not know: leave it out
                 props[key] = 0
     return props
+
+
+# --- measurement ---------------------------------------------------------------------------
+
+MATMUL_RTOL = 1e-4  # ||C - ref|| / ||ref|| against cuBLAS in float64; float32 sums land ~1e-6
+L2_FLUSH_FACTOR = 2  # bytes written between timed runs, in L2 sizes
+
+
+def _compile_cubin(source: str, arch: str, defines: dict[str, int]) -> bytes:
+    """The same nvcc + ptxas build the tile model reads its registers from."""
+    import os
+    import subprocess
+    import tempfile
+
+    from .resources import CompileError, _nvcc
+
+    nvcc = _nvcc()
+    if nvcc is None:
+        raise GpuUnavailable("measure needs nvcc (CUDA 13) to build kernels/ for this GPU")
+    with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
+        out = os.path.join(tmp, "k.cubin")
+        flags = [f"-D{k}={v}" for k, v in sorted(defines.items())]
+        r = subprocess.run([nvcc, f"-arch={arch}", "-cubin", "-O3", *flags, source, "-o", out],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise CompileError(f"nvcc {source}: {r.stderr.strip()[:300]}")
+        with open(out, "rb") as fh:
+            return fh.read()
+
+
+class Timer:
+    """CUDA-event timing: warm-up, L2 flushed before every run, one event pair per run."""
+
+    def __init__(self, cupy: Any, l2_bytes: int) -> None:
+        self.cp = cupy
+        self.flush_buf = cupy.empty(max(l2_bytes * L2_FLUSH_FACTOR // 4, 1 << 20), dtype=cupy.float32)
+
+    def time(self, fn: Any, reps: int = 20, warmup: int = 3) -> list[float]:
+        cp = self.cp
+        for _ in range(warmup):
+            fn()
+        cp.cuda.Device().synchronize()
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        out = []
+        for _ in range(reps):
+            self.flush_buf.fill(1.0)  # evict inputs from L2: every run starts cold
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+            out.append(cp.cuda.get_elapsed_time(start, stop))
+        return out
+
+
+def stats(ms: list[float]) -> dict[str, float]:
+    s = sorted(ms)
+
+    def q(p: float) -> float:
+        return s[min(len(s) - 1, max(0, round(p * (len(s) - 1))))]
+
+    return {"median_ms": q(0.5), "p10_ms": q(0.1), "p90_ms": q(0.9), "min_ms": s[0], "runs": len(s)}
+
+
+def ceilings(cupy: Any, timer: Timer, n_matmul: int, copy_bytes: int = 1 << 30) -> dict[str, Any]:
+    """Device-to-device copy bandwidth and cuBLAS FP32 SGEMM, measured in this run."""
+    cp = cupy
+    src = cp.random.random(copy_bytes // 4, dtype=cp.float32)
+    dst = cp.empty_like(src)
+
+    def copy() -> None:  # cudaMemcpyAsync device to device
+        dst.data.copy_from_device_async(src.data, copy_bytes)
+
+    t = stats(timer.time(copy, reps=20))
+    copy_gb_s = 2 * copy_bytes / (t["median_ms"] * 1e-3) / 1e9
+    src = dst = None
+    x = cp.random.random((n_matmul, n_matmul), dtype=cp.float32)
+    y = cp.random.random((n_matmul, n_matmul), dtype=cp.float32)
+    z = cp.empty_like(x)
+    g = stats(timer.time(lambda: cp.matmul(x, y, out=z), reps=20))
+    sgemm = 2 * n_matmul ** 3 / (g["median_ms"] * 1e-3) / 1e12
+    return {"copy_gb_s": copy_gb_s, "copy": t, "sgemm_tflops": sgemm, "sgemm": g,
+            "sgemm_n": n_matmul}
+
+
+def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: int,
+                  kdir: Any) -> dict[str, Any]:
+    """Build, verify, time and ask the driver about one tile candidate."""
+    import math
+
+    from .model import predict
+    from .resources import compile_resources
+    from .solver import solve
+    from .tiling import counts
+
+    cp = cupy
+    arch = f"sm_{dev.cc_major}{dev.cc_minor}"
+    src = str(kdir / f"{cand.kernel}.cu")
+    res = compile_resources(src, arch, cand.defines)[cand.function]
+    cubin = _compile_cubin(src, arch, cand.defines)
+    import os
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
+        fh.write(cubin)
+        path = fh.name
+    try:
+        module = cp.RawModule(path=path)
+        fn = module.get_function(cand.function)
+    finally:
+        os.unlink(path)
+    drv = cp.cuda.driver
+    regs = drv.funcGetAttribute(4, fn.ptr)  # CU_FUNC_ATTRIBUTE_NUM_REGS
+    smem = drv.funcGetAttribute(1, fn.ptr)  # CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+    max_threads = drv.funcGetAttribute(0, fn.ptr)  # CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+    driver_blocks = drv.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, cand.threads, 0)
+    occ = solve(dev, cand.threads, res.registers_per_thread, res.static_shared_memory, 0,
+                max_threads_per_block=res.max_threads_per_block,
+                block_barriers=max(res.barriers, 1 if cand.variant != "naive" else 0))
+    k = counts(cand, n)
+    pred = predict(dev, cand, k, occ, n) if occ.launchable else None
+    rng = cp.random.default_rng()
+    if cand.kernel == "matmul":
+        a = rng.standard_normal((n, n), dtype=cp.float32)
+        b = rng.standard_normal((n, n), dtype=cp.float32)
+        c = cp.full((n, n), cp.nan, dtype=cp.float32)  # poison: every element must be written
+        if cand.variant == "regblock":
+            grid = (math.ceil(n / cand.defines["BN"]), math.ceil(n / cand.defines["BM"]))
+        else:
+            grid = (math.ceil(n / cand.block[0]), math.ceil(n / cand.block[1]))
+        args = (a, b, c, cp.int32(n))
+
+        def launch() -> None:
+            fn(grid, cand.block, args)
+
+        launch()
+        cp.cuda.Device().synchronize()
+        ref = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+        ok_written = not bool(cp.isnan(c).any())
+        err = float(cp.linalg.norm(c.astype(cp.float64) - ref) / cp.linalg.norm(ref))
+        verified = ok_written and err < MATMUL_RTOL
+        check = {"rel_error": err, "tolerance": MATMUL_RTOL, "all_written": ok_written}
+        del ref
+        work = {"flops": 2.0 * n ** 3}
+    else:
+        a = rng.standard_normal((n, n), dtype=cp.float32)
+        c = cp.full((n, n), cp.nan, dtype=cp.float32)
+        grid = (math.ceil(n / cand.tile), math.ceil(n / cand.tile))
+        args = (a, c, cp.int32(n), cp.int32(n))
+
+        def launch() -> None:
+            fn(grid, cand.block, args)
+
+        launch()
+        cp.cuda.Device().synchronize()
+        verified = bool(cp.array_equal(c, a.T))
+        check = {"exact": verified}
+        work = {"bytes": 8.0 * n * n}
+    t = stats(timer.time(launch, reps=reps))
+    seconds = t["median_ms"] * 1e-3
+    rate = ({"tflops": work["flops"] / seconds / 1e12} if "flops" in work
+            else {"gb_s": work["bytes"] / seconds / 1e9})
+    del a, c
+    cp.get_default_memory_pool().free_all_blocks()
+    return {
+        "kernel": cand.kernel, "variant": cand.variant, "label": cand.label,
+        "function": cand.function, "defines": dict(cand.defines), "block": list(cand.block),
+        "grid": list(grid), "n": n,
+        "registers_per_thread": regs, "registers_predicted": res.registers_per_thread,
+        "static_shared_memory": smem, "max_threads_per_block": max_threads,
+        "predicted_active_blocks_per_sm": occ.active_blocks_per_sm,
+        "driver_active_blocks_per_sm": driver_blocks,
+        "occupancy_match": occ.active_blocks_per_sm == driver_blocks,
+        "occupancy": occ.occupancy,
+        "verified": verified, "verification": check,
+        "predicted_ms": pred.predicted_ms if pred else None,
+        "predicted_bound": pred.bound if pred else None,
+        "measured": t, **rate,
+        "error": (pred.predicted_ms / t["median_ms"] - 1) if pred else None,
+    }
+
+
+def measure(kernels: list[str], n_matmul: int, n_transpose: int, labels: list[str] | None,
+            reps: int, progress: Any = None) -> dict[str, Any]:
+    """Every candidate of the given families on GPU 0, the ceilings, and the environment."""
+    import platform
+    import time
+
+    from .advisor import kernels_dir
+    from .device import from_cuda_properties
+    from .tiling import candidates
+
+    cp = cupy_module("measure")
+    props = device_properties(0)
+    dev = from_cuda_properties(props)
+    timer = Timer(cp, dev.l2_cache_bytes)
+    todo = [(k, c) for k in kernels for c in candidates(k) if not labels or c.label in labels]
+    if labels and not todo:
+        raise OccupancyError(f"--tiles: none of {', '.join(labels)} is a candidate; "
+                             "see occupancy tile KERNEL for the labels")
+    total = len(todo) + 1
+    if progress:
+        progress(0, total, "ceilings")
+    ceil = ceilings(cp, timer, n_matmul)
+    results = []
+    for i, (k, c) in enumerate(todo, start=1):
+        if progress:
+            progress(i, total, c.label)
+        results.append(run_candidate(cp, timer, dev, c, n_matmul if k == "matmul" else n_transpose,
+                                     reps, kernels_dir()))
+    if progress:
+        progress(total, total, "done")
+    for r in results:
+        if "tflops" in r:
+            r["percent_of_ceiling"] = r["tflops"] / ceil["sgemm_tflops"]
+        else:
+            r["percent_of_ceiling"] = r["gb_s"] / ceil["copy_gb_s"]
+    drv = cp.cuda.runtime.driverGetVersion()
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "device": dev.name, "compute_capability": dev.compute_capability,
+        "driver_version": f"{drv // 1000}.{(drv % 1000) // 10}",
+        "runtime_version": cp.cuda.runtime.runtimeGetVersion(),
+        "cupy_version": cp.__version__, "python": platform.python_version(),
+        "n_matmul": n_matmul, "n_transpose": n_transpose, "reps": reps,
+        "ceilings": ceil, "results": results,
+    }

@@ -281,3 +281,34 @@ def banks_view(result: object, addresses: list[int], element_bytes: int) -> Rend
         lines.append(Text(f"bank(s) {', '.join(map(str, worst[:8]))} serve {result.ways} "
                           "different words each"))
     return Group(*lines)
+
+
+def measure_view(data: dict) -> RenderableType:  # type: ignore[type-arg]
+    ceil = data["ceilings"]
+    parts: list[RenderableType] = [Text(
+        f"{data['device']} (CC {data['compute_capability']}), driver {data['driver_version']}, "
+        f"CuPy {data['cupy_version']}", style="bold"),
+        Text(f"ceilings: device copy {ceil['copy_gb_s']:,.0f} GB/s; cuBLAS SGEMM "
+             f"{ceil['sgemm_tflops']:.1f} TFLOP/s at n = {ceil['sgemm_n']}")]
+    for kernel in ("matmul", "transpose"):
+        rows = [r for r in data["results"] if r["kernel"] == kernel]
+        if not rows:
+            continue
+        unit = "TFLOP/s" if kernel == "matmul" else "GB/s"
+        t = Table(box=box.SIMPLE_HEAD, title=f"{kernel}, n = {rows[0]['n']:,}",
+                  title_justify="left", title_style="bold", pad_edge=False,
+                  padding=(0, 1, 0, 0))
+        for col in ("candidate", "ok", "blk pred/drv", "pred ms", "meas ms", "err", unit, "ceil"):
+            t.add_column(col, justify="left" if col == "candidate" else "right", no_wrap=True)
+        for r in rows:
+            rate = r.get("tflops") if kernel == "matmul" else r.get("gb_s")
+            occ = (f"{r['predicted_active_blocks_per_sm']}/{r['driver_active_blocks_per_sm']}"
+                   + ("" if r["occupancy_match"] else " !"))
+            t.add_row(r["label"], "yes" if r["verified"] else "NO", occ,
+                      "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}",
+                      f"{r['measured']['median_ms']:.3f}",
+                      "-" if r["error"] is None else f"{r['error'] * 100:+.0f}%",
+                      f"{rate:,.2f}" if kernel == "matmul" else f"{rate:,.0f}",
+                      _pct(r["percent_of_ceiling"]))
+        parts.append(t)
+    return Group(*parts)

@@ -90,6 +90,11 @@ def candidates(kernel: str) -> list[Candidate]:
                 out.append(Candidate("transpose", variant, f"transpose_{variant}", (32, rows),
                                      {"TILE": 32, "BLOCK_ROWS": rows}, tile=32,
                                      coarsening=32 // rows))
+        for rows in (8, 16):  # 64-wide tiles: two warps per row, twice the bytes per block
+            out.append(Candidate("transpose", "padded", "transpose_padded", (64, rows),
+                                 {"TILE": 64, "BLOCK_ROWS": rows}, tile=64, coarsening=64 // rows))
+        out.append(Candidate("transpose", "vec", "transpose_vec", (16, 16), {}, tile=64,
+                             coarsening=16))
         return out
     raise OccupancyError(f"unknown kernel family '{kernel}': choose one of {', '.join(FAMILIES)}")
 
@@ -101,6 +106,8 @@ def static_smem(c: Candidate) -> int:
     if c.variant == "regblock":
         d = c.defines
         return 2 * d["BK"] * (d["BM"] + d["BN"]) * 4
+    if c.variant == "vec":
+        return c.tile * (c.tile + 1) * 4
     if c.kernel == "transpose" and c.variant in ("tiled", "padded"):
         pad = 1 if c.variant == "padded" else 0
         return c.tile * (c.tile + pad) * 4
@@ -196,6 +203,15 @@ def _transpose(c: Candidate, n: int) -> Counts:
         return Counts(0, 0, n * n, instr, instr * read_sec, instr, instr * write_sec, 0, 0, 0, 0,
                       0, 8.0 * n * n, tiles, per_thread, 1, read_sec, write_sec,
                       ideal_sectors(32, 4), 0, 128.0 * per_thread)
+    if c.variant == "vec":
+        # float4 rows in and out (16 sectors per warp request), scalar smem with pitch 65.
+        vec_instr = tiles * t * t / 4 / 32  # each of loads and stores
+        st = bank_conflicts([((ty * 65) + 4 * tx) * 4 for tx, ty in w]).ways
+        ld = bank_conflicts([((4 * tx) * 65 + ty) * 4 for tx, ty in w]).ways
+        smem_instr = tiles * t * t / 32
+        return Counts(0, 0, n * n, vec_instr, vec_instr * 16, vec_instr, vec_instr * 16,
+                      smem_instr, smem_instr * ld, smem_instr, smem_instr * st, tiles * warps,
+                      8.0 * n * n, tiles, 4, max(st, ld), 16, 16, 16, 0, 4 * 512.0)
     pitch = t + (1 if c.variant == "padded" else 0)
     store_ways = bank_conflicts([(ty * pitch + tx) * 4 for tx, ty in w]).ways
     load_ways = bank_conflicts([(tx * pitch + ty) * 4 for tx, ty in w]).ways

@@ -1,0 +1,116 @@
+"""On a real GPU (skipped elsewhere, with the reason): the driver against the solver.
+
+Run on the H200 with `python -m pytest -m gpu tests/test_gpu.py`; the record of the run
+is committed under bench/.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from occupancy import Device, load_device, solve
+from occupancy.gpu import GpuUnavailable, cupy_module, device_properties
+
+pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def cp() -> Any:
+    try:
+        return cupy_module("GPU testing")
+    except GpuUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def dev(cp: Any) -> Device:
+    return Device.from_cuda_properties(device_properties(0))
+
+
+def _function(cp: Any, dev: Device, source: str, name: str, defines: dict[str, int]) -> Any:
+    from occupancy.gpu import _compile_cubin
+
+    cubin = _compile_cubin(str(ROOT / "kernels" / source), f"sm_{dev.cc_major}{dev.cc_minor}",
+                           defines)
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
+        fh.write(cubin)
+    try:
+        module = cp.RawModule(path=fh.name)
+        return module, module.get_function(name)
+    finally:
+        os.unlink(fh.name)
+
+
+def test_detected_profile_matches_shipped(dev: Device) -> None:
+    if "H200" not in dev.name:
+        pytest.skip(f"no shipped profile to compare with for {dev.name}")
+    shipped = load_device("h200")
+    skip = {"name", "aliases", "sources", "path", "architecture", "boost_clock_mhz",
+            "dram_bandwidth_gb_s", "fp32_gflops"}
+    for key, value in shipped.to_dict().items():
+        if key not in skip:
+            assert dev.to_dict()[key] == value, key
+
+
+@pytest.mark.parametrize(("source", "name", "defines"), [
+    ("copy.cu", "copy_kernel", {}),
+    ("matmul.cu", "matmul_tiled", {"TILE": 16}),
+    ("matmul.cu", "matmul_regblock", {}),
+    ("transpose.cu", "transpose_padded", {"TILE": 32, "BLOCK_ROWS": 8}),
+])
+def test_driver_occupancy_equals_solver(cp: Any, dev: Device, source: str, name: str,
+                                        defines: dict[str, int]) -> None:
+    module, fn = _function(cp, dev, source, name, defines)
+    drv = cp.cuda.driver
+    regs = drv.funcGetAttribute(4, fn.ptr)
+    static = drv.funcGetAttribute(1, fn.ptr)
+    bound = drv.funcGetAttribute(0, fn.ptr)
+    # Opt in to the most dynamic smem the kernel may use (CU_FUNC_ATTRIBUTE 8).
+    drv.funcSetAttribute(fn.ptr, 8, dev.shared_memory_per_block_optin_bytes - static)
+    mismatches = []
+    checked = 0
+    for carveout in (None, 0, 25, 50, 100):
+        if carveout is not None:
+            drv.funcSetAttribute(fn.ptr, 9, carveout)  # PREFERRED_SHARED_MEMORY_CARVEOUT
+        for block in list(range(32, min(bound, 1024) + 1, 32)) + [1, 33, 100, 224]:
+            if block > bound:
+                continue
+            for dyn in (0, 1000, 8192, 49152, 65536, 100000, 232448 - static, 232449 - static):
+                if dyn < 0 or dyn > dev.shared_memory_per_block_optin_bytes - static:
+                    continue
+                got = drv.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, block, dyn)
+                want = solve(dev, block, regs, static, dyn, carveout=carveout).active_blocks_per_sm
+                checked += 1
+                if got != want:
+                    mismatches.append((carveout, block, dyn, got, want))
+    assert checked > 100
+    assert not mismatches, f"{len(mismatches)} of {checked}: {mismatches[:5]} (regs {regs})"
+
+
+def test_measure_verifies_small(cp: Any) -> None:
+    from occupancy.gpu import measure
+
+    data = measure(["matmul", "transpose"], 300, 333, ["tiled 16", "regblock128 8x8",
+                                                        "padded 32x8", "naive 32x8"], 3)
+    assert len(data["results"]) == 4
+    for r in data["results"]:
+        assert r["verified"], r
+        assert r["occupancy_match"], r
+
+
+def test_nvidia_smi_present_for_the_record() -> None:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        pytest.skip("nvidia-smi not found")
+    if not out.strip():
+        pytest.skip("no GPU")
+    assert "," in out
