@@ -50,25 +50,39 @@ extern "C" __global__ void transpose_padded(const float* __restrict__ in, float*
     transpose_smem<1>(in, out, rows, cols);
 }
 
-// Wide tiles, 16-byte global accesses: a 16 x 16 block moves a 64 x 64 tile; each thread
-// loads four float4 from four rows and stores four float4 to four rows of the output
+// Wide tiles, 16-byte global accesses: a 16 x VBY block moves a 64 x 64 tile; each thread
+// loads 64 / VBY float4 from as many rows and stores as many float4 to rows of the output
 // (n % 4 == 0; otherwise guarded scalar accesses). Row pitch 65 words keeps the
-// transposed shared-memory reads at most 2-way conflicted.
+// transposed shared-memory reads at most 2-way conflicted. STREAM = 1 uses evict-first
+// loads and stores (__ldcs / __stcs): each byte is touched once.
 #define VT 64
-extern "C" __global__ void __launch_bounds__(256)
+#ifndef VBY
+#define VBY 16
+#endif
+#ifndef STREAM
+#define STREAM 0
+#endif
+#if STREAM
+#define LOAD4(p) __ldcs(reinterpret_cast<const float4*>(p))
+#define STORE4(p, v) __stcs(reinterpret_cast<float4*>(p), v)
+#else
+#define LOAD4(p) (*reinterpret_cast<const float4*>(p))
+#define STORE4(p, v) (*reinterpret_cast<float4*>(p) = (v))
+#endif
+extern "C" __global__ void __launch_bounds__(16 * VBY)
 transpose_vec(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
     __shared__ float tile[VT][VT + 1];
-    const int tx = threadIdx.x, ty = threadIdx.y;  // 16 x 16
+    const int tx = threadIdx.x, ty = threadIdx.y;  // 16 x VBY
     const int r0 = blockIdx.y * VT, c0 = blockIdx.x * VT;
     const bool vec = ((rows | cols) & 3) == 0;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        const int r = ty + 16 * k, gr = r0 + r, gc = c0 + 4 * tx;
+    for (int k = 0; k < VT / VBY; ++k) {
+        const int r = ty + VBY * k, gr = r0 + r, gc = c0 + 4 * tx;
         float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
         if (gr < rows) {
             const float* p = in + (size_t)gr * cols + gc;
             if (vec) {
-                if (gc < cols) v = *reinterpret_cast<const float4*>(p);
+                if (gc < cols) v = LOAD4(p);
             } else {
                 if (gc < cols) v.x = p[0];
                 if (gc + 1 < cols) v.y = p[1];
@@ -83,15 +97,15 @@ transpose_vec(const float* __restrict__ in, float* __restrict__ out, int rows, i
     }
     __syncthreads();
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        const int c = ty + 16 * k;           // output row (input column) within the tile
+    for (int k = 0; k < VT / VBY; ++k) {
+        const int c = ty + VBY * k;          // output row (input column) within the tile
         const int orow = c0 + c, ocol = r0 + 4 * tx;
         if (orow >= cols) continue;
-        float4 v = make_float4(tile[4 * tx + 0][c], tile[4 * tx + 1][c], tile[4 * tx + 2][c],
-                               tile[4 * tx + 3][c]);
+        const float4 v = make_float4(tile[4 * tx + 0][c], tile[4 * tx + 1][c], tile[4 * tx + 2][c],
+                                     tile[4 * tx + 3][c]);
         float* p = out + (size_t)orow * rows + ocol;
         if (vec) {
-            if (ocol < rows) *reinterpret_cast<float4*>(p) = v;
+            if (ocol < rows) STORE4(p, v);
         } else {
             if (ocol < rows) p[0] = v.x;
             if (ocol + 1 < rows) p[1] = v.y;

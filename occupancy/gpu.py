@@ -156,10 +156,10 @@ def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: in
     finally:
         os.unlink(path)
     drv = cp.cuda.driver
-    regs = drv.funcGetAttribute(4, fn.ptr)  # CU_FUNC_ATTRIBUTE_NUM_REGS
-    smem = drv.funcGetAttribute(1, fn.ptr)  # CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
-    max_threads = drv.funcGetAttribute(0, fn.ptr)  # CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-    driver_blocks = drv.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, cand.threads, 0)
+    regs = drv.funcGetAttribute(4, fn.kernel.ptr)  # CU_FUNC_ATTRIBUTE_NUM_REGS
+    smem = drv.funcGetAttribute(1, fn.kernel.ptr)  # CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+    max_threads = drv.funcGetAttribute(0, fn.kernel.ptr)  # CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+    driver_blocks = drv.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, cand.threads, 0)
     occ = solve(dev, cand.threads, res.registers_per_thread, res.static_shared_memory, 0,
                 max_threads_per_block=res.max_threads_per_block,
                 block_barriers=max(res.barriers, 1 if cand.variant != "naive" else 0))

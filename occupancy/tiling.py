@@ -39,7 +39,8 @@ class Candidate:
             d = self.defines
             return f"regblock{d['BM']} {d['TM']}x{d['TN']}" + (f" k{d['BK']}" if d["BK"] != 8 else "")
         if self.kernel == "transpose":
-            return f"{self.variant} {self.block[0]}x{self.block[1]}"
+            stream = " cs" if self.defines.get("STREAM") else ""
+            return f"{self.variant} {self.block[0]}x{self.block[1]}{stream}"
         return "naive" if self.variant == "naive" else f"{self.variant} {self.tile}"
 
 
@@ -68,6 +69,7 @@ class Counts:
     ideal_sectors_per_request: float
     panel_bytes_per_block: float  # matmul: A and B panels one block streams (L2 reuse)
     bytes_in_flight_per_warp: float  # global loads a warp issues before it needs them
+    other_instructions: float = 0.0  # warp instructions besides FFMA (loads, stores, sync, loop)
 
 
 def candidates(kernel: str) -> list[Candidate]:
@@ -93,8 +95,9 @@ def candidates(kernel: str) -> list[Candidate]:
         for rows in (8, 16):  # 64-wide tiles: two warps per row, twice the bytes per block
             out.append(Candidate("transpose", "padded", "transpose_padded", (64, rows),
                                  {"TILE": 64, "BLOCK_ROWS": rows}, tile=64, coarsening=64 // rows))
-        out.append(Candidate("transpose", "vec", "transpose_vec", (16, 16), {}, tile=64,
-                             coarsening=16))
+        for by, stream in ((16, 0), (8, 0), (16, 1)):  # float4 in and out, 64 x 64 tiles
+            out.append(Candidate("transpose", "vec", "transpose_vec", (16, by),
+                                 {"VBY": by, "STREAM": stream}, tile=64, coarsening=4 * 64 // by))
         return out
     raise OccupancyError(f"unknown kernel family '{kernel}': choose one of {', '.join(FAMILIES)}")
 
@@ -182,11 +185,15 @@ def _matmul(c: Candidate, n: int) -> Counts:
     sts_a = blocks * ktiles * bm * bk / 32
     a_store = bank_conflicts([((t % (bk // 4)) * 4 * bm + t // (bk // 4)) * 4 for t in tid]).ways
     sts_b = blocks * ktiles * bk * bn / 4 / 32
+    # Per k-tile and warp, besides the BK x TM x TN FFMAs: the LDS.128s, the float4 loads,
+    # their stores to shared memory, the barrier and about a dozen loop/address instructions.
+    a_loads, b_loads = bm * bk // 4 // c.threads, bk * bn // 4 // c.threads
+    other = blocks * warps * ktiles * (bk * (tm // 4 + tn // 4) + 5 * a_loads + 2 * b_loads + 1 + 12)
     return Counts(flops, fma, n ** 3 * (1 / bm + 1 / bn), ldg, ldg_sec, n * n / 32 / 4,
                   n * n / 32 / 4 * 16, lds, lds_wf, sts_a + sts_b, sts_a * a_store + sts_b * 4,
                   blocks * warps * ktiles, 12.0 * n * n, blocks, ktiles,
                   max(a_store, int(bw), int(aw), 1), 16, 16, 16,
-                  float(n * 4 * (bm + bn)), (bm * bk + bk * bn) * 4.0 / warps)
+                  float(n * 4 * (bm + bn)), (bm * bk + bk * bn) * 4.0 / warps, other)
 
 
 def _transpose(c: Candidate, n: int) -> Counts:
@@ -209,9 +216,11 @@ def _transpose(c: Candidate, n: int) -> Counts:
         st = bank_conflicts([((ty * 65) + 4 * tx) * 4 for tx, ty in w]).ways
         ld = bank_conflicts([((4 * tx) * 65 + ty) * 4 for tx, ty in w]).ways
         smem_instr = tiles * t * t / 32
+        per_thread = t // rows  # float4 per thread, each way
         return Counts(0, 0, n * n, vec_instr, vec_instr * 16, vec_instr, vec_instr * 16,
                       smem_instr, smem_instr * ld, smem_instr, smem_instr * st, tiles * warps,
-                      8.0 * n * n, tiles, 4, max(st, ld), 16, 16, 16, 0, 4 * 512.0)
+                      8.0 * n * n, tiles, per_thread, max(st, ld), 16, 16, 16, 0,
+                      per_thread * 512.0)
     pitch = t + (1 if c.variant == "padded" else 0)
     store_ways = bank_conflicts([(ty * pitch + tx) * 4 for tx, ty in w]).ways
     load_ways = bank_conflicts([(tx * pitch + ty) * 4 for tx, ty in w]).ways

@@ -69,23 +69,23 @@ def test_driver_occupancy_equals_solver(cp: Any, dev: Device, source: str, name:
                                         defines: dict[str, int]) -> None:
     module, fn = _function(cp, dev, source, name, defines)
     drv = cp.cuda.driver
-    regs = drv.funcGetAttribute(4, fn.ptr)
-    static = drv.funcGetAttribute(1, fn.ptr)
-    bound = drv.funcGetAttribute(0, fn.ptr)
+    regs = drv.funcGetAttribute(4, fn.kernel.ptr)
+    static = drv.funcGetAttribute(1, fn.kernel.ptr)
+    bound = drv.funcGetAttribute(0, fn.kernel.ptr)
     # Opt in to the most dynamic smem the kernel may use (CU_FUNC_ATTRIBUTE 8).
-    drv.funcSetAttribute(fn.ptr, 8, dev.shared_memory_per_block_optin_bytes - static)
+    drv.funcSetAttribute(fn.kernel.ptr, 8, dev.shared_memory_per_block_optin_bytes - static)
     mismatches = []
     checked = 0
     for carveout in (None, 0, 25, 50, 100):
         if carveout is not None:
-            drv.funcSetAttribute(fn.ptr, 9, carveout)  # PREFERRED_SHARED_MEMORY_CARVEOUT
+            drv.funcSetAttribute(fn.kernel.ptr, 9, carveout)  # PREFERRED_SHARED_MEMORY_CARVEOUT
         for block in list(range(32, min(bound, 1024) + 1, 32)) + [1, 33, 100, 224]:
             if block > bound:
                 continue
             for dyn in (0, 1000, 8192, 49152, 65536, 100000, 232448 - static, 232449 - static):
                 if dyn < 0 or dyn > dev.shared_memory_per_block_optin_bytes - static:
                     continue
-                got = drv.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, block, dyn)
+                got = drv.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, block, dyn)
                 want = solve(dev, block, regs, static, dyn, carveout=carveout).active_blocks_per_sm
                 checked += 1
                 if got != want:
