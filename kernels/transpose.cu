@@ -69,48 +69,65 @@ extern "C" __global__ void transpose_padded(const float* __restrict__ in, float*
 #define LOAD4(p) (*reinterpret_cast<const float4*>(p))
 #define STORE4(p, v) (*reinterpret_cast<float4*>(p) = (v))
 #endif
+#ifndef SWAP
+#define SWAP 0  // 1: consecutive blocks walk down the input's columns (writes stay adjacent)
+#endif
+#ifndef PERSIST
+#define PERSIST 0  // 1: a 1-D grid of resident blocks loops over the tiles
+#endif
 extern "C" __global__ void __launch_bounds__(16 * VBY)
 transpose_vec(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
     __shared__ float tile[VT][VT + 1];
     const int tx = threadIdx.x, ty = threadIdx.y;  // 16 x VBY
-    const int r0 = blockIdx.y * VT, c0 = blockIdx.x * VT;
     const bool vec = ((rows | cols) & 3) == 0;
+    const int tiles_x = (cols + VT - 1) / VT, tiles_y = (rows + VT - 1) / VT;
+#if PERSIST
+    for (int t = blockIdx.x; t < tiles_x * tiles_y; t += gridDim.x) {
+#else
+    {
+        const int t = SWAP ? blockIdx.x * tiles_y + blockIdx.y : blockIdx.y * tiles_x + blockIdx.x;
+#endif
+        const int bx = SWAP ? t / tiles_y : t % tiles_x;
+        const int by = SWAP ? t % tiles_y : t / tiles_x;
+        const int r0 = by * VT, c0 = bx * VT;
 #pragma unroll
-    for (int k = 0; k < VT / VBY; ++k) {
-        const int r = ty + VBY * k, gr = r0 + r, gc = c0 + 4 * tx;
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (gr < rows) {
-            const float* p = in + (size_t)gr * cols + gc;
+        for (int k = 0; k < VT / VBY; ++k) {
+            const int r = ty + VBY * k, gr = r0 + r, gc = c0 + 4 * tx;
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (gr < rows) {
+                const float* p = in + (size_t)gr * cols + gc;
+                if (vec) {
+                    if (gc < cols) v = LOAD4(p);
+                } else {
+                    if (gc < cols) v.x = p[0];
+                    if (gc + 1 < cols) v.y = p[1];
+                    if (gc + 2 < cols) v.z = p[2];
+                    if (gc + 3 < cols) v.w = p[3];
+                }
+            }
+            tile[r][4 * tx + 0] = v.x;
+            tile[r][4 * tx + 1] = v.y;
+            tile[r][4 * tx + 2] = v.z;
+            tile[r][4 * tx + 3] = v.w;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < VT / VBY; ++k) {
+            const int c = ty + VBY * k;          // output row (input column) within the tile
+            const int orow = c0 + c, ocol = r0 + 4 * tx;
+            if (orow >= cols) continue;
+            const float4 v = make_float4(tile[4 * tx + 0][c], tile[4 * tx + 1][c],
+                                         tile[4 * tx + 2][c], tile[4 * tx + 3][c]);
+            float* p = out + (size_t)orow * rows + ocol;
             if (vec) {
-                if (gc < cols) v = LOAD4(p);
+                if (ocol < rows) STORE4(p, v);
             } else {
-                if (gc < cols) v.x = p[0];
-                if (gc + 1 < cols) v.y = p[1];
-                if (gc + 2 < cols) v.z = p[2];
-                if (gc + 3 < cols) v.w = p[3];
+                if (ocol < rows) p[0] = v.x;
+                if (ocol + 1 < rows) p[1] = v.y;
+                if (ocol + 2 < rows) p[2] = v.z;
+                if (ocol + 3 < rows) p[3] = v.w;
             }
         }
-        tile[r][4 * tx + 0] = v.x;
-        tile[r][4 * tx + 1] = v.y;
-        tile[r][4 * tx + 2] = v.z;
-        tile[r][4 * tx + 3] = v.w;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < VT / VBY; ++k) {
-        const int c = ty + VBY * k;          // output row (input column) within the tile
-        const int orow = c0 + c, ocol = r0 + 4 * tx;
-        if (orow >= cols) continue;
-        const float4 v = make_float4(tile[4 * tx + 0][c], tile[4 * tx + 1][c], tile[4 * tx + 2][c],
-                                     tile[4 * tx + 3][c]);
-        float* p = out + (size_t)orow * rows + ocol;
-        if (vec) {
-            if (ocol < rows) STORE4(p, v);
-        } else {
-            if (ocol < rows) p[0] = v.x;
-            if (ocol + 1 < rows) p[1] = v.y;
-            if (ocol + 2 < rows) p[2] = v.z;
-            if (ocol + 3 < rows) p[3] = v.w;
-        }
+        __syncthreads();  // the tile is reused by the next iteration (PERSIST)
     }
 }

@@ -191,7 +191,11 @@ def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: in
     else:
         a = rng.standard_normal((n, n), dtype=cp.float32)
         c = cp.full((n, n), cp.nan, dtype=cp.float32)
-        grid = (math.ceil(n / cand.tile), math.ceil(n / cand.tile))
+        tiles = math.ceil(n / cand.tile)
+        if cand.defines.get("PERSIST"):  # one resident wave of blocks loops over the tiles
+            grid = (min(tiles * tiles, max(driver_blocks, 1) * dev.sm_count),)
+        else:
+            grid = (tiles, tiles)  # SWAP reorders the tiles inside the kernel
         args = (a, c, cp.int32(n), cp.int32(n))
 
         def launch() -> None:

@@ -39,8 +39,8 @@ class Candidate:
             d = self.defines
             return f"regblock{d['BM']} {d['TM']}x{d['TN']}" + (f" k{d['BK']}" if d["BK"] != 8 else "")
         if self.kernel == "transpose":
-            stream = " cs" if self.defines.get("STREAM") else ""
-            return f"{self.variant} {self.block[0]}x{self.block[1]}{stream}"
+            tags = "".join(f" {t.lower()}" for t in ("SWAP", "PERSIST") if self.defines.get(t))
+            return f"{self.variant} {self.block[0]}x{self.block[1]}{tags}"
         return "naive" if self.variant == "naive" else f"{self.variant} {self.tile}"
 
 
@@ -95,9 +95,9 @@ def candidates(kernel: str) -> list[Candidate]:
         for rows in (8, 16):  # 64-wide tiles: two warps per row, twice the bytes per block
             out.append(Candidate("transpose", "padded", "transpose_padded", (64, rows),
                                  {"TILE": 64, "BLOCK_ROWS": rows}, tile=64, coarsening=64 // rows))
-        for by, stream in ((16, 0), (8, 0), (16, 1)):  # float4 in and out, 64 x 64 tiles
-            out.append(Candidate("transpose", "vec", "transpose_vec", (16, by),
-                                 {"VBY": by, "STREAM": stream}, tile=64, coarsening=4 * 64 // by))
+        for by, extra in ((16, {}), (8, {}), (16, {"SWAP": 1}), (16, {"PERSIST": 1})):
+            out.append(Candidate("transpose", "vec", "transpose_vec", (16, by),  # float4, 64x64
+                                 {"VBY": by, **extra}, tile=64, coarsening=4 * 64 // by))
         return out
     raise OccupancyError(f"unknown kernel family '{kernel}': choose one of {', '.join(FAMILIES)}")
 
