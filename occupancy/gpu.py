@@ -80,7 +80,8 @@ class Timer:
 
     def __init__(self, cupy: Any, l2_bytes: int) -> None:
         self.cp = cupy
-        self.flush_buf = cupy.empty(max(l2_bytes * L2_FLUSH_FACTOR // 4, 1 << 20), dtype=cupy.float32)
+        self.flush_buf = cupy.ones(max(l2_bytes * L2_FLUSH_FACTOR // 4, 1 << 20), dtype=cupy.float32)
+        self.sink = cupy.empty((), dtype=cupy.float32)
 
     def time(self, fn: Any, reps: int = 20, warmup: int = 3) -> list[float]:
         cp = self.cp
@@ -90,7 +91,9 @@ class Timer:
         start, stop = cp.cuda.Event(), cp.cuda.Event()
         out = []
         for _ in range(reps):
-            self.flush_buf.fill(1.0)  # evict inputs from L2: every run starts cold
+            # Evict the inputs from L2 by reading twice its size: every run starts cold, and
+            # (unlike a fill) leaves no dirty lines whose write-back would be timed too.
+            self.cp.sum(self.flush_buf, out=self.sink)
             start.record()
             fn()
             stop.record()
@@ -108,25 +111,32 @@ def stats(ms: list[float]) -> dict[str, float]:
     return {"median_ms": q(0.5), "p10_ms": q(0.1), "p90_ms": q(0.9), "min_ms": s[0], "runs": len(s)}
 
 
-def ceilings(cupy: Any, timer: Timer, n_matmul: int, copy_bytes: int = 1 << 30) -> dict[str, Any]:
-    """Device-to-device copy bandwidth and cuBLAS FP32 SGEMM, measured in this run."""
+def copy_bandwidth(cupy: Any, timer: Timer, nbytes: int) -> dict[str, Any]:
+    """cudaMemcpyAsync device to device; bytes read plus bytes written."""
     cp = cupy
-    src = cp.random.random(copy_bytes // 4, dtype=cp.float32)
+    src = cp.random.random(nbytes // 4, dtype=cp.float32)
     dst = cp.empty_like(src)
 
-    def copy() -> None:  # cudaMemcpyAsync device to device
-        dst.data.copy_from_device_async(src.data, copy_bytes)
+    def copy() -> None:
+        dst.data.copy_from_device_async(src.data, nbytes)
 
     t = stats(timer.time(copy, reps=20))
-    copy_gb_s = 2 * copy_bytes / (t["median_ms"] * 1e-3) / 1e9
-    src = dst = None
+    return {"bytes": nbytes, "gb_s": 2 * nbytes / (t["median_ms"] * 1e-3) / 1e9, **t}
+
+
+def ceilings(cupy: Any, timer: Timer, n_matmul: int, n_transpose: int) -> dict[str, Any]:
+    """Device copy (1 GiB, and the transpose's own size) and cuBLAS SGEMM, this run."""
+    cp = cupy
+    big = copy_bandwidth(cp, timer, 1 << 30)
+    same = copy_bandwidth(cp, timer, 4 * n_transpose * n_transpose)
+    copy_gb_s = same["gb_s"]
     x = cp.random.random((n_matmul, n_matmul), dtype=cp.float32)
     y = cp.random.random((n_matmul, n_matmul), dtype=cp.float32)
     z = cp.empty_like(x)
     g = stats(timer.time(lambda: cp.matmul(x, y, out=z), reps=20))
     sgemm = 2 * n_matmul ** 3 / (g["median_ms"] * 1e-3) / 1e12
-    return {"copy_gb_s": copy_gb_s, "copy": t, "sgemm_tflops": sgemm, "sgemm": g,
-            "sgemm_n": n_matmul}
+    return {"copy_gb_s": copy_gb_s, "copy": same, "copy_1gib": big, "sgemm_tflops": sgemm,
+            "sgemm": g, "sgemm_n": n_matmul}
 
 
 def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: int,
@@ -251,7 +261,7 @@ def measure(kernels: list[str], n_matmul: int, n_transpose: int, labels: list[st
     total = len(todo) + 1
     if progress:
         progress(0, total, "ceilings")
-    ceil = ceilings(cp, timer, n_matmul)
+    ceil = ceilings(cp, timer, n_matmul, n_transpose)
     results = []
     for i, (k, c) in enumerate(todo, start=1):
         if progress:

@@ -288,7 +288,8 @@ def measure_view(data: dict) -> RenderableType:  # type: ignore[type-arg]
     parts: list[RenderableType] = [Text(
         f"{data['device']} (CC {data['compute_capability']}), driver {data['driver_version']}, "
         f"CuPy {data['cupy_version']}", style="bold"),
-        Text(f"ceilings: device copy {ceil['copy_gb_s']:,.0f} GB/s; cuBLAS SGEMM "
+        Text(f"ceilings: device copy {ceil['copy_gb_s']:,.0f} GB/s at the transpose's size "
+             f"({ceil['copy_1gib']['gb_s']:,.0f} GB/s for 1 GiB); cuBLAS SGEMM "
              f"{ceil['sgemm_tflops']:.1f} TFLOP/s at n = {ceil['sgemm_n']}")]
     for kernel in ("matmul", "transpose"):
         rows = [r for r in data["results"] if r["kernel"] == kernel]
