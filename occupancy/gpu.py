@@ -176,6 +176,7 @@ def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: in
     k = counts(cand, n)
     pred = predict(dev, cand, k, occ, n) if occ.launchable else None
     rng = cp.random.default_rng()
+    grid: tuple[int, ...]
     if cand.kernel == "matmul":
         a = rng.standard_normal((n, n), dtype=cp.float32)
         b = rng.standard_normal((n, n), dtype=cp.float32)
