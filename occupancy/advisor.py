@@ -91,7 +91,11 @@ def analyze(dev: Device, kernel: str, n: int) -> TileReport:
 
 
 def _pct(x: float) -> str:
-    return f"{x * 100:.0f}%"
+    return f"{x * 100:.1f}%".replace(".0%", "%")
+
+
+def _blocks(n: int) -> str:
+    return f"{n} block" + ("" if n == 1 else "s")
 
 
 def _reasons(best: Analysis, runnable: list[Analysis], n: int) -> list[str]:
@@ -107,7 +111,7 @@ def _reasons(best: Analysis, runnable: list[Analysis], n: int) -> list[str]:
         nxt = others[0]
         ratio = nxt.prediction.predicted_ms / p.predicted_ms  # type: ignore[union-attr]
         reasons.append(f"{ratio:.2f}x faster than the runner-up, {nxt.candidate.label}")
-    reasons.append(f"occupancy {_pct(occ.occupancy)} ({occ.active_blocks_per_sm} blocks of "
+    reasons.append(f"occupancy {_pct(occ.occupancy)} ({_blocks(occ.active_blocks_per_sm)} of "
                    f"{c.threads} threads per SM, limited by {limiter}; "
                    f"{best.resources.registers_per_thread} registers from "
                    f"{best.resources.source})")
