@@ -84,6 +84,9 @@ def write_atomically(path: str, text: str, force: bool) -> None:
     import tempfile
 
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make reports unreadable to others
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -415,6 +418,150 @@ def measure(kernel: str, size: int | None, tiles: str | None, reps: int, as_json
     if bad:
         click.echo(f"problem: {', '.join(bad)} failed verification or occupancy", err=True)
         sys.exit(EXIT_PROBLEM)
+
+
+def _sweep_config(threads: tuple[int, ...], regs: int, smem: int, dyn_smem: int,
+                  carveout: int | None, no_opt_in: bool) -> Any:
+    from .sweeps import Config
+
+    total = 1
+    for d in threads:
+        total *= d
+    return Config(total, regs, smem + dyn_smem, carveout, not no_opt_in)
+
+
+def launch_options(f: F) -> F:
+    """The launch config the what-if curves vary (plot, report)."""
+    decorators = [
+        click.option("--threads", "-t", callback=_block, default="256", show_default=True,
+                     metavar="N|XxY|XxYxZ", help="Threads per block."),
+        click.option("--regs", "-r", type=click.IntRange(0, 255), default=32, show_default=True,
+                     help="Registers per thread."),
+        click.option("--smem", callback=_size, metavar="BYTES", default="0",
+                     help="Static shared memory per block."),
+        click.option("--dyn-smem", callback=_size, metavar="BYTES", default="0",
+                     help="Dynamic shared memory per block."),
+        click.option("--carveout", type=click.IntRange(0, 100), default=None, metavar="PERCENT",
+                     help="Preferred shared-memory carveout (default: maximum)."),
+        click.option("--no-opt-in", "no_opt_in", is_flag=True,
+                     help="The kernel never raises its max dynamic smem above the default."),
+    ]
+    for dec in reversed(decorators):
+        f = dec(f)
+    return f
+
+
+@main.command()
+@device_option
+@launch_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the three graphs to FILE.png, .svg or .pdf (PNG/PDF need matplotlib).")
+@click.option("--json", "as_json", is_flag=True, help="The curves' data as JSON on stdout.")
+@translate_errors
+def plot(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: int,
+         carveout: int | None, no_opt_in: bool, output: str | None, as_json: bool) -> None:
+    """What if? Occupancy against block size, registers and shared memory.
+
+    The three graphs of NVIDIA's spreadsheet, with the current point marked and the
+    limiter of every stretch spelled out; in the terminal, or as PNG / SVG / PDF with -o.
+    Example: occupancy plot -d a100 -t 256 -r 40 -o a100.png
+    """
+    from .profiles import load_device
+    from .solver import solve
+    from .sweeps import curve_dict, sweeps
+
+    dev = load_device(device)
+    cfg = _sweep_config(threads, regs, smem, dyn_smem, carveout, no_opt_in)
+    curves = sweeps(dev, cfg)
+    if as_json:
+        _emit_json({"device": dev.key, "device_name": dev.name,
+                    "threads_per_block": cfg.threads_per_block,
+                    "registers_per_thread": cfg.registers_per_thread,
+                    "shared_memory_per_block": cfg.shared_memory_per_block,
+                    "curves": [curve_dict(c) for c in curves]})
+    if output:
+        title = (f"{dev.name}: {cfg.threads_per_block} threads, {cfg.registers_per_thread} "
+                 f"registers, {cfg.shared_memory_per_block:,} B smem")
+        suffix = Path(output).suffix.lower()
+        if suffix == ".svg":
+            from .charts import svg_figure
+
+            write_atomically(output, svg_figure(curves, title), force=True)
+        elif suffix in (".png", ".pdf"):
+            from .plotting import save_figure
+
+            if Path(output).parent and not Path(output).parent.is_dir():
+                raise InputError(f"-o {output}: the directory {Path(output).parent} does not exist")
+            save_figure(curves, output, title)
+        else:
+            raise InputError(f"-o {output}: use a .png, .svg or .pdf file name")
+        if not as_json:
+            click.echo(f"wrote {output}", err=True)
+        return
+    if not as_json:
+        from .render import plot_view
+
+        r = solve(dev, cfg.threads_per_block, cfg.registers_per_thread, 0,
+                  cfg.shared_memory_per_block, cfg.carveout, opt_in=cfg.opt_in)
+        _console().print(plot_view(dev, r, curves))
+
+
+@main.command()
+@click.option("--device", "-d", "devices_", multiple=True, required=True, metavar="NAME|FILE",
+              help="A device (repeat for several).")
+@launch_options
+@click.option("--tile", "tile_kernel", type=click.Choice(["matmul", "transpose"]), default=None,
+              help="Add the tile analysis of a kernel family for every device.")
+@click.option("-n", "size", type=click.IntRange(1), default=4096, show_default=True,
+              help="Matrix size for --tile.")
+@click.option("--check", "manifest", type=click.Path(dir_okay=False), default=None,
+              help="Add the verdicts of a launch manifest (occupancy check).")
+@click.option("--measured", type=click.Path(dir_okay=False), default=None,
+              help="Add predicted against measured from an `occupancy measure -o` record.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
+              help="report.html (self-contained) or report.md (charts as SVG files beside it).")
+@translate_errors
+def report(devices_: tuple[str, ...], threads: tuple[int, ...], regs: int, smem: int,
+           dyn_smem: int, carveout: int | None, no_opt_in: bool, tile_kernel: str | None,
+           size: int, manifest: str | None, measured: str | None, output: str) -> None:
+    """A Markdown or self-contained HTML report: devices, charts, tiles, checks, measurements.
+
+    Example: occupancy report -d v100 -d h200 --tile matmul -n 4096
+    --measured bench/results/h200-2026-11-30/measure.json -o report.html
+    """
+    from .profiles import load_device
+    from .reporting import build, to_html, to_markdown
+
+    suffix = Path(output).suffix.lower()
+    if suffix not in (".html", ".htm", ".md", ".markdown"):
+        raise InputError(f"-o {output}: use a .html or .md file name")
+    out_dir = Path(output).parent
+    if str(out_dir) and not out_dir.is_dir():
+        raise InputError(f"-o {output}: the directory {out_dir} does not exist")
+    devs = [load_device(d) for d in devices_]
+    cfg = _sweep_config(threads, regs, smem, dyn_smem, carveout, no_opt_in)
+    tiles = []
+    if tile_kernel:
+        from .advisor import analyze
+
+        tiles = [analyze(d, tile_kernel, size) for d in devs]
+    verdicts = None
+    if manifest:
+        from .check import evaluate, load_manifest
+        from .resources import resolve_for_check
+
+        verdicts = evaluate(load_manifest(manifest), resolve_for_check)
+    rep = build(devs, cfg, threads, tiles, manifest, verdicts, measured)
+    if suffix in (".html", ".htm"):
+        write_atomically(output, to_html(rep), force=True)
+    else:
+        chart_dir = Path(output).stem + "-charts"
+        text, files = to_markdown(rep, chart_dir)
+        (out_dir / chart_dir).mkdir(exist_ok=True)
+        for rel, svg in files.items():
+            write_atomically(str(out_dir / rel), svg, force=True)
+        write_atomically(output, text, force=True)
+    click.echo(f"wrote {output}", err=True)
 
 
 @main.group(invoke_without_command=True)

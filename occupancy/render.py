@@ -313,3 +313,17 @@ def measure_view(data: dict) -> RenderableType:  # type: ignore[type-arg]
                       _pct(r["percent_of_ceiling"]))
         parts.append(t)
     return Group(*parts)
+
+
+def plot_view(dev: Device, r: OccupancyResult, curves: tuple) -> RenderableType:  # type: ignore[type-arg]
+    from .charts import LEGEND, text_chart
+
+    limiter = ", ".join(_LABEL[n] for n in LIMIT_NAMES if n in r.limiters) or "-"
+    parts: list[RenderableType] = [Text(
+        f"{dev.name} (CC {dev.compute_capability}): {r.threads_per_block} threads, "
+        f"{r.registers_per_thread} registers, {r.static_shared_memory + r.dynamic_shared_memory:,} B "
+        f"smem -> {_pct(r.occupancy)}, limited by {limiter}", style="bold")]
+    for c in curves:
+        parts += [Text(""), Text("\n".join(text_chart(c)))]
+    parts += [Text(""), Text(LEGEND)]
+    return Group(*parts)
