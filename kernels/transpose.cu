@@ -131,3 +131,62 @@ transpose_vec(const float* __restrict__ in, float* __restrict__ out, int rows, i
         __syncthreads();  // the tile is reused by the next iteration (PERSIST)
     }
 }
+
+// Tall tiles: a block moves 128 input rows x 64 input columns, so every output row segment
+// it writes is 128 floats (512 B) long. Loads and stores are float4. Shared memory rows
+// are padded to 65 words and the column index is XOR-swizzled by the row's quad,
+// (r >> 2) & 31: the transposed column reads are conflict-free, the row stores 2-way
+// (occupancy banks finds these; a pitch of 64 alone would be 32-way on the reads).
+#define TT_R 128
+#define TT_C 64
+extern "C" __global__ void __launch_bounds__(256)
+transpose_tall(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    __shared__ float tile[TT_R][TT_C + 1];
+    const int f = threadIdx.y * blockDim.x + threadIdx.x;  // 0..255
+    const int r0 = blockIdx.y * TT_R, c0 = blockIdx.x * TT_C;
+    const bool vec = ((rows | cols) & 3) == 0;
+    // Read: 16 threads cover a 64-float row segment; 16 rows per pass, 8 passes.
+    const int tx = f % 16, ty = f / 16;
+#pragma unroll
+    for (int k = 0; k < TT_R / 16; ++k) {
+        const int r = ty + 16 * k, gr = r0 + r, gc = c0 + 4 * tx;
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (gr < rows) {
+            const float* p = in + (size_t)gr * cols + gc;
+            if (vec) {
+                if (gc < cols) v = *reinterpret_cast<const float4*>(p);
+            } else {
+                if (gc < cols) v.x = p[0];
+                if (gc + 1 < cols) v.y = p[1];
+                if (gc + 2 < cols) v.z = p[2];
+                if (gc + 3 < cols) v.w = p[3];
+            }
+        }
+        const int s = (r >> 2) & 31;
+        tile[r][(4 * tx + 0) ^ s] = v.x;
+        tile[r][(4 * tx + 1) ^ s] = v.y;
+        tile[r][(4 * tx + 2) ^ s] = v.z;
+        tile[r][(4 * tx + 3) ^ s] = v.w;
+    }
+    __syncthreads();
+    // Write: 32 threads cover a 128-float output row segment; 8 rows per pass, 8 passes.
+    const int q4 = f % 32, cy = f / 32;
+#pragma unroll
+    for (int k = 0; k < TT_C / 8; ++k) {
+        const int c = cy + 8 * k;  // output row within the tile (input column)
+        const int orow = c0 + c, ocol = r0 + 4 * q4;
+        if (orow >= cols) continue;
+        const int s = q4 & 31;  // ((4 * q4 + i) >> 2) & 31 for i in 0..3
+        const float4 v = make_float4(tile[4 * q4 + 0][c ^ s], tile[4 * q4 + 1][c ^ s],
+                                     tile[4 * q4 + 2][c ^ s], tile[4 * q4 + 3][c ^ s]);
+        float* p = out + (size_t)orow * rows + ocol;
+        if (vec) {
+            if (ocol < rows) *reinterpret_cast<float4*>(p) = v;
+        } else {
+            if (ocol < rows) p[0] = v.x;
+            if (ocol + 1 < rows) p[1] = v.y;
+            if (ocol + 2 < rows) p[2] = v.z;
+            if (ocol + 3 < rows) p[3] = v.w;
+        }
+    }
+}

@@ -98,6 +98,8 @@ def candidates(kernel: str) -> list[Candidate]:
         for by, extra in ((16, {}), (8, {}), (16, {"SWAP": 1}), (16, {"PERSIST": 1})):
             out.append(Candidate("transpose", "vec", "transpose_vec", (16, by),  # float4, 64x64
                                  {"VBY": by, **extra}, tile=64, coarsening=4 * 64 // by))
+        out.append(Candidate("transpose", "tall", "transpose_tall", (16, 16), {}, tile=128,
+                             coarsening=32))  # float4, 128 x 64 tiles, 512-B output rows
         return out
     raise OccupancyError(f"unknown kernel family '{kernel}': choose one of {', '.join(FAMILIES)}")
 
@@ -111,6 +113,8 @@ def static_smem(c: Candidate) -> int:
         return 2 * d["BK"] * (d["BM"] + d["BN"]) * 4
     if c.variant == "vec":
         return c.tile * (c.tile + 1) * 4
+    if c.variant == "tall":
+        return 128 * 65 * 4
     if c.kernel == "transpose" and c.variant in ("tiled", "padded"):
         pad = 1 if c.variant == "padded" else 0
         return c.tile * (c.tile + pad) * 4
@@ -210,6 +214,13 @@ def _transpose(c: Candidate, n: int) -> Counts:
         return Counts(0, 0, n * n, instr, instr * read_sec, instr, instr * write_sec, 0, 0, 0, 0,
                       0, 8.0 * n * n, tiles, per_thread, 1, read_sec, write_sec,
                       ideal_sectors(32, 4), 0, 128.0 * per_thread)
+    if c.variant == "tall":
+        tiles_tall = _cdiv(n, 128) * _cdiv(n, 64)
+        instr = tiles_tall * 128 * 64 / 4 / 32  # float4 warp loads (and as many stores)
+        smem_instr = tiles_tall * 128 * 64 / 32
+        return Counts(0, 0, n * n, instr, instr * 16, instr, instr * 16, smem_instr, smem_instr,
+                      smem_instr, smem_instr * 2, tiles_tall * warps, 8.0 * n * n, tiles_tall, 8, 2,
+                      16, 16, 16, 0, 8 * 512.0)
     if c.variant == "vec":
         # float4 rows in and out (16 sectors per warp request), scalar smem with pitch 65.
         vec_instr = tiles * t * t / 4 / 32  # each of loads and stores
