@@ -216,9 +216,9 @@ def _transpose(c: Candidate, n: int) -> Counts:
                       ideal_sectors(32, 4), 0, 128.0 * per_thread)
     if c.variant == "tall":
         tiles_tall = _cdiv(n, 128) * _cdiv(n, 64)
-        instr = tiles_tall * 128 * 64 / 4 / 32  # float4 warp loads (and as many stores)
+        vinstr = tiles_tall * 128 * 64 / 4 / 32  # float4 warp loads (and as many stores)
         smem_instr = tiles_tall * 128 * 64 / 32
-        return Counts(0, 0, n * n, instr, instr * 16, instr, instr * 16, smem_instr, smem_instr,
+        return Counts(0, 0, n * n, vinstr, vinstr * 16, vinstr, vinstr * 16, smem_instr, smem_instr,
                       smem_instr, smem_instr * 2, tiles_tall * warps, 8.0 * n * n, tiles_tall, 8, 2,
                       16, 16, 16, 0, 8 * 512.0)
     if c.variant == "vec":
