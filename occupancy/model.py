@@ -99,8 +99,12 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
         dram_bytes += l2_bytes * (1 - dev.l2_cache_bytes / footprint)
     dram = dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
 
+    # A grid smaller than one full wave leaves fewer blocks per SM (and some SMs idle).
+    warps_per_block = max(occ.warps_per_block, 1)
+    blocks_per_sm = min(max(occ.active_blocks_per_sm, 1), -(-k.grid_blocks // sms))
+    busy_sms = min(sms, k.grid_blocks)
     # Latency hiding. Memory: bytes in flight per SM must cover bandwidth x latency.
-    warps = max(occ.active_warps_per_sm, 1)
+    warps = max(blocks_per_sm * warps_per_block, 1)
     per_warp_in_flight = k.bytes_in_flight_per_warp
     # Little's law: bandwidth x latency bytes must be in flight per SM. Short of that the
     # achieved bandwidth falls off smoothly (1 - e^-x), not at a cliff: queues at the
@@ -113,6 +117,8 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
     # Arithmetic: each scheduler needs FMA latency's worth of independent instructions.
     ilp = c.coarsening if c.kernel == "matmul" else 1
     fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
+    busy = busy_sms / sms  # issue roofs run on the busy SMs only
+    fp32, lsu = fp32 / busy, lsu / busy
     roofs = {"fp32": fp32 / fma_hiding, "lsu": lsu / fma_hiding, "l2": l2 / l2_hiding,
              "dram": dram / mem_hiding, "scatter": scattered}
     # The issue side (FP32, load/store unit) and the memory side (L2, DRAM, scattered
@@ -121,10 +127,11 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
     compute = max(roofs["fp32"], roofs["lsu"])
     memory = max(roofs["l2"], roofs["dram"], roofs["scatter"])
     seconds = max(compute, memory) + OVERLAP * min(compute, memory)
-    waves_capacity = resident
-    waves = -(-k.grid_blocks // waves_capacity)
-    wave_eff = k.grid_blocks / (waves * waves_capacity)
-    if waves <= 2:  # a small grid leaves SMs idle in its last wave
+    # Wave quantization: with one or two waves, the last one runs part-full; on the
+    # issue side that idle share of the SMs is lost (the memory side is covered above).
+    waves = -(-k.grid_blocks // resident)
+    wave_eff = k.grid_blocks / (waves * resident)
+    if 1 < waves <= 2 and compute >= memory:
         seconds /= wave_eff
     else:
         wave_eff = 1.0
