@@ -34,8 +34,14 @@ PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM = 0.25
 # drop under full FMA load).
 DRAM_EFFICIENCY = 0.88
 FP32_EFFICIENCY = 0.81
-# The issue side and the memory side overlap imperfectly: the smaller adds a quarter.
+# The issue side and the memory side overlap imperfectly: the smaller adds up to a quarter
+# of itself, less the further it is below the larger (lo * lo / hi): a side far below
+# the other hides in its shadow.
 OVERLAP = 0.25
+# Every DRAM request carries a fixed cost: 128-byte requests (a warp of floats) reach
+# ~95% of what the copy engine's large ones do, 512-byte ones (float4) ~99% (H200:
+# padded 64x8 transpose 90%, float4 transpose 95% of the copy). Equivalent bytes/request:
+REQUEST_OVERHEAD_BYTES = 6.4
 DRAM_LATENCY_CLOCKS = 800  # global load latency on a miss, order of magnitude since Volta
 L2_LATENCY_CLOCKS = 300
 FMA_LATENCY_CLOCKS = 4
@@ -97,7 +103,9 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
         dram_bytes = max(dram_bytes, l2_bytes)
     elif footprint > dev.l2_cache_bytes:
         dram_bytes += l2_bytes * (1 - dev.l2_cache_bytes / footprint)
-    dram = dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
+    request_bytes = 32.0 * max(k.load_sectors_per_request, 1)
+    dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
+            * (1 + REQUEST_OVERHEAD_BYTES / request_bytes))
 
     # A grid smaller than one full wave leaves fewer blocks per SM (and some SMs idle).
     warps_per_block = max(occ.warps_per_block, 1)
@@ -126,7 +134,8 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
     # other side's largest. Roofs on the same side share one stream and do not add.
     compute = max(roofs["fp32"], roofs["lsu"])
     memory = max(roofs["l2"], roofs["dram"], roofs["scatter"])
-    seconds = max(compute, memory) + OVERLAP * min(compute, memory)
+    hi, lo = max(compute, memory), min(compute, memory)
+    seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
     # Wave quantization: with one or two waves, the last one runs part-full; on the
     # issue side that idle share of the SMs is lost (the memory side is covered above).
     waves = -(-k.grid_blocks // resident)
