@@ -12,6 +12,7 @@ from typing import Any
 
 from .device import Device
 from .errors import OccupancyError
+from .files import data_dir
 from .model import ROOF_NAMES, Prediction, predict
 from .resources import CompilerUnavailable, KernelResources, compile_or_estimate
 from .solver import LIMIT_NAMES, OccupancyResult, solve
@@ -24,11 +25,7 @@ _ESTIMATED_REGISTERS = {"matmul_naive": 32, "matmul_tiled": 32, "matmul_regblock
 
 
 def kernels_dir() -> Path:
-    here = Path(__file__).resolve().parent
-    for cand in (here / "kernels", here.parent / "kernels"):
-        if cand.is_dir():
-            return cand
-    raise OccupancyError("the shipped kernels are missing: reinstall occupancy")
+    return data_dir("kernels")
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .device import Device
 from .errors import OccupancyError
+from .files import read_yaml
 from .profiles import load_device
 from .resources import KernelResources
 from .solver import LIMIT_NAMES, OccupancyResult, cliffs, solve
@@ -96,10 +95,6 @@ class Verdict:
     result: OccupancyResult
 
 
-def _lines(text: str) -> list[str]:
-    return text.splitlines()
-
-
 def _find_line(lines: list[str], pattern: str, start: int = 0) -> int | None:
     rx = re.compile(pattern)
     for i in range(start, len(lines)):
@@ -116,7 +111,7 @@ def _int(v: Any, key: str, fail: Callable[[str, str], ManifestError], minimum: i
 
 def _size(v: Any, key: str, fail: Callable[[str, str], ManifestError]) -> int:
     if isinstance(v, str):
-        from .report import parse_bytes
+        from .units import parse_bytes
 
         try:
             return parse_bytes(v)
@@ -240,20 +235,9 @@ class _Entry:
 def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read and validate a launch manifest; relative paths in it are relative to its file."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ManifestError("no such file: give the path of a launch manifest (see README, "
-                            "'occupancy check')", str(p)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"cannot read: {exc}", str(p)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ManifestError(f"YAML syntax error: {getattr(exc, 'problem', None) or exc}; fix the syntax",
-                            str(p), mark.line + 1 if mark else None) from None
-    lines = _lines(text)
+    data, text = read_yaml(p, ManifestError, "give the path of a launch manifest (see README, "
+                           "'occupancy check')")
+    lines = text.splitlines()
     spath = str(p)
     if not isinstance(data, dict):
         raise ManifestError("a manifest is a mapping with 'kernels:' (and optional 'devices:', "

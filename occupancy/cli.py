@@ -51,26 +51,24 @@ def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2))
 
 
-def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    if value is None:
-        return None
-    from .report import parse_bytes
+def _parsed(parse_name: str) -> Callable[[click.Context, click.Parameter, str | None], Any]:
+    """A click callback that parses with occupancy.units' parser of that name."""
 
-    try:
-        return parse_bytes(value)
-    except OccupancyError as exc:
-        raise click.BadParameter(str(exc)) from None
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+        if value is None:
+            return None
+        from . import units
+
+        try:
+            return getattr(units, parse_name)(value)
+        except OccupancyError as exc:
+            raise click.BadParameter(str(exc)) from None
+
+    return callback
 
 
-def _block(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
-    if value is None:
-        return None
-    from .report import parse_block
-
-    try:
-        return parse_block(value)
-    except OccupancyError as exc:
-        raise click.BadParameter(str(exc)) from None
+_size = _parsed("parse_bytes")
+_block = _parsed("parse_block")
 
 
 def write_atomically(path: str, text: str, force: bool) -> None:
@@ -188,7 +186,7 @@ def calc(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: 
               opt_in=not no_opt_in, partitioned_global_caching=partitioned_caching)
     cl = None if no_cliffs or not r.launchable else cliffs(dev, r)
     if as_json:
-        from .report import result_dict
+        from .serialize import result_dict
 
         _emit_json(result_dict(dev, r, threads, cl))
         return
@@ -240,7 +238,7 @@ def best(device: str, regs: int, smem: int, dyn_smem: int, carveout: int | None,
                                             opt_in=not no_opt_in, block_barriers=barriers)
                      for n in counts]
     if as_json:
-        from .report import best_dict
+        from .serialize import best_dict
 
         _emit_json(best_dict(dev, b, available))
         return

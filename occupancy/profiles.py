@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ import yaml
 
 from .device import Device, cc_row
 from .errors import ProfileError, UnknownComputeCapabilityError, UnknownDeviceError
+from .files import data_dir, read_yaml
 
 ENV_DIR = "OCCUPANCY_PROFILES"
 
@@ -157,31 +157,14 @@ def device_from_mapping(data: Any, path: str, text: str = "") -> Device:
 
 def load_profile(path: str | os.PathLike[str]) -> Device:
     """Read and validate one YAML profile."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ProfileError("no such file: give a profile path or a device name "
-                           "(occupancy devices lists them)", str(p)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"cannot read: {exc}", str(p)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ProfileError(f"YAML syntax error: {problem}; fix the syntax",
-                           str(p), mark.line + 1 if mark else None) from None
-    return device_from_mapping(data, str(p), text)
+    data, text = read_yaml(path, ProfileError,
+                           "give a profile path or a device name (occupancy devices lists them)")
+    return device_from_mapping(data, str(path), text)
 
 
 def shipped_dir() -> Path:
     """profiles/ inside the installed package, or at the top of a source checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "profiles", here.parent / "profiles"):
-        if candidate.is_dir():
-            return candidate
-    raise ProfileError("the shipped profiles are missing: reinstall occupancy", str(here))
+    return data_dir("profiles")
 
 
 def user_dirs() -> list[Path]:
@@ -258,6 +241,3 @@ def to_yaml(dev: Device) -> str:
     body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
     return "\n".join(lines) + "\n" + body
 
-
-def replace(dev: Device, **changes: Any) -> Device:
-    return dataclasses.replace(dev, **changes)

@@ -181,3 +181,15 @@ def test_python_m_occupancy_and_console_script() -> None:
     r = subprocess.run([sys.executable, "-m", "occupancy", "calc", "-d", "h200", "-t", "224",
                         "-r", "92", "--json"], capture_output=True, text=True, env=env, check=True)
     assert json.loads(r.stdout)["active_blocks_per_sm"] == 2
+
+
+def test_measure_without_a_gpu_is_a_hint() -> None:
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("CuPy is installed here: the hint path is for machines without it")
+    except ImportError:
+        pass
+    r = run("measure", "matmul", "-n", "256")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.strip() == ("Error: measure needs CuPy and an NVIDIA GPU: "
+                                "pip install 'occupancy[gpu]'")
