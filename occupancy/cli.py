@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -99,28 +100,48 @@ def device_option(f: F) -> F:
                         help="Device name or alias (occupancy devices), or a profile YAML.")(f)
 
 
+def _apply(f: F, decorators: list[Callable[[F], F]]) -> F:
+    for dec in reversed(decorators):
+        f = dec(f)
+    return f
+
+
+# Options several commands share, defined once.
+_SMEM = click.option("--smem", callback=_size, metavar="BYTES", default="0",
+                     help="Static shared memory per block: 8192, 8K or 8KiB.")
+_DYN_SMEM = click.option("--dyn-smem", callback=_size, metavar="BYTES", default="0",
+                         help="Dynamic shared memory per block (the launch's third argument).")
+_CARVEOUT = click.option("--carveout", type=click.IntRange(0, 100), default=None,
+                         metavar="PERCENT",
+                         help="cudaFuncAttributePreferredSharedMemoryCarveout, 0-100 "
+                              "(default: maximum shared memory).")
+_NO_OPT_IN = click.option("--no-opt-in", "no_opt_in", is_flag=True,
+                          help="The kernel never raises its max dynamic smem above the default.")
+
+
 def kernel_options(f: F) -> F:
     """Options that describe a kernel's resources and launch, shared by calc and best."""
-    decorators = [
+    return _apply(f, [
         click.option("--regs", "-r", type=click.IntRange(0, 1024), default=0, show_default=True,
                      help="Registers per thread (from ptxas -v or cuobjdump)."),
-        click.option("--smem", callback=_size, metavar="BYTES", default="0",
-                     help="Static shared memory per block: 8192, 8K or 8KiB."),
-        click.option("--dyn-smem", callback=_size, metavar="BYTES", default="0",
-                     help="Dynamic shared memory per block (the launch's third argument)."),
-        click.option("--carveout", type=click.IntRange(0, 100), default=None, metavar="PERCENT",
-                     help="cudaFuncAttributePreferredSharedMemoryCarveout, 0-100 "
-                          "(default: maximum shared memory)."),
+        _SMEM, _DYN_SMEM, _CARVEOUT,
         click.option("--launch-bound", type=click.IntRange(1), default=None, metavar="THREADS",
                      help="The kernel's __launch_bounds__ max threads per block."),
         click.option("--barriers", type=click.IntRange(0, 64), default=1, show_default=True,
                      help="Named barriers per block (limits blocks on CC >= 9.0)."),
-        click.option("--no-opt-in", "no_opt_in", is_flag=True,
-                     help="The kernel never raises its max dynamic smem above the default."),
-    ]
-    for dec in reversed(decorators):
-        f = dec(f)
-    return f
+        _NO_OPT_IN,
+    ])
+
+
+def launch_options(f: F) -> F:
+    """The launch config the what-if curves vary (plot, report)."""
+    return _apply(f, [
+        click.option("--threads", "-t", callback=_block, default="256", show_default=True,
+                     metavar="N|XxY|XxYxZ", help="Threads per block."),
+        click.option("--regs", "-r", type=click.IntRange(0, 255), default=32, show_default=True,
+                     help="Registers per thread."),
+        _SMEM, _DYN_SMEM, _CARVEOUT, _NO_OPT_IN,
+    ])
 
 
 class OneLineErrors(click.Group):
@@ -179,10 +200,7 @@ def calc(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: 
     from .solver import cliffs, solve
 
     dev = load_device(device)
-    total = 1
-    for d in threads:
-        total *= d
-    r = solve(dev, total, regs, smem, dyn_smem, carveout, launch_bound, barriers,
+    r = solve(dev, math.prod(threads), regs, smem, dyn_smem, carveout, launch_bound, barriers,
               opt_in=not no_opt_in, partitioned_global_caching=partitioned_caching)
     cl = None if no_cliffs or not r.launchable else cliffs(dev, r)
     if as_json:
@@ -422,31 +440,7 @@ def _sweep_config(threads: tuple[int, ...], regs: int, smem: int, dyn_smem: int,
                   carveout: int | None, no_opt_in: bool) -> Any:
     from .sweeps import Config
 
-    total = 1
-    for d in threads:
-        total *= d
-    return Config(total, regs, smem + dyn_smem, carveout, not no_opt_in)
-
-
-def launch_options(f: F) -> F:
-    """The launch config the what-if curves vary (plot, report)."""
-    decorators = [
-        click.option("--threads", "-t", callback=_block, default="256", show_default=True,
-                     metavar="N|XxY|XxYxZ", help="Threads per block."),
-        click.option("--regs", "-r", type=click.IntRange(0, 255), default=32, show_default=True,
-                     help="Registers per thread."),
-        click.option("--smem", callback=_size, metavar="BYTES", default="0",
-                     help="Static shared memory per block."),
-        click.option("--dyn-smem", callback=_size, metavar="BYTES", default="0",
-                     help="Dynamic shared memory per block."),
-        click.option("--carveout", type=click.IntRange(0, 100), default=None, metavar="PERCENT",
-                     help="Preferred shared-memory carveout (default: maximum)."),
-        click.option("--no-opt-in", "no_opt_in", is_flag=True,
-                     help="The kernel never raises its max dynamic smem above the default."),
-    ]
-    for dec in reversed(decorators):
-        f = dec(f)
-    return f
+    return Config(math.prod(threads), regs, smem + dyn_smem, carveout, not no_opt_in)
 
 
 @main.command()

@@ -25,7 +25,7 @@ def parse_bytes(text: str) -> int:
 def parse_block(text: str) -> tuple[int, ...]:
     """'256', '16x16' or '32x8x2' -> the block's dimensions."""
     parts = re.split(r"\s*[x×,]\s*", str(text).strip().lower())
-    if not 1 <= len(parts) <= 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+    if not 1 <= len(parts) <= 3 or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
         raise OccupancyError(f"'{text}' is not a block shape: use N, XxY or XxYxZ "
                              "with positive integers (e.g. 256 or 16x16)")
     return tuple(int(p) for p in parts)

@@ -113,6 +113,7 @@ BAD_INPUTS = [
     (["calc", "-d", "v10", "-t", "256"], "unknown device 'v10': did you mean"),
     (["calc", "-d", "v100", "-t", "0"], "'0' is not a block shape"),
     (["calc", "-d", "v100", "-t", "16y16"], "not a block shape"),
+    (["calc", "-d", "v100", "-t", "²"], "not a block shape"),  # found by the fuzz test
     (["calc", "-d", "v100", "-t", "256", "--smem", "8Q"], "'8Q' is not a size"),
     (["calc", "-d", "v100", "-t", "256", "--carveout", "150"], "--carveout"),
     (["calc", "-d", "v100", "-t", "256", "-r", "-1"], "--regs"),
