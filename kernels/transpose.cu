@@ -190,3 +190,70 @@ transpose_tall(const float* __restrict__ in, float* __restrict__ out, int rows, 
         }
     }
 }
+
+// Pipelined: a resident grid loops over 64 x 64 tiles; each block loads the next tile's
+// float4s into registers before it writes the current tile out, so reads and writes of
+// consecutive tiles overlap within the block (twice the bytes in flight per warp).
+__device__ __forceinline__ void pipe_load(const float* __restrict__ in, int rows, int cols,
+                                          int t, int tiles_x, bool vec, float4 (&v)[4]) {
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int r0 = (t / tiles_x) * VT, c0 = (t % tiles_x) * VT;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const int gr = r0 + ty + 16 * k, gc = c0 + 4 * tx;
+        v[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (gr < rows) {
+            const float* p = in + (size_t)gr * cols + gc;
+            if (vec) {
+                if (gc < cols) v[k] = *reinterpret_cast<const float4*>(p);
+            } else {
+                if (gc < cols) v[k].x = p[0];
+                if (gc + 1 < cols) v[k].y = p[1];
+                if (gc + 2 < cols) v[k].z = p[2];
+                if (gc + 3 < cols) v[k].w = p[3];
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+transpose_pipe(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    __shared__ float tile[VT][VT + 1];
+    const int tx = threadIdx.x, ty = threadIdx.y;  // 16 x 16
+    const bool vec = ((rows | cols) & 3) == 0;
+    const int tiles_x = (cols + VT - 1) / VT, tiles = tiles_x * ((rows + VT - 1) / VT);
+    float4 v[4];
+    int t = blockIdx.x;
+    if (t < tiles) pipe_load(in, rows, cols, t, tiles_x, vec, v);
+    for (; t < tiles; t += gridDim.x) {
+        const int r0 = (t / tiles_x) * VT, c0 = (t % tiles_x) * VT;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int r = ty + 16 * k;
+            tile[r][4 * tx + 0] = v[k].x;
+            tile[r][4 * tx + 1] = v[k].y;
+            tile[r][4 * tx + 2] = v[k].z;
+            tile[r][4 * tx + 3] = v[k].w;
+        }
+        __syncthreads();
+        if (t + (int)gridDim.x < tiles) pipe_load(in, rows, cols, t + gridDim.x, tiles_x, vec, v);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int c = ty + 16 * k;
+            const int orow = c0 + c, ocol = r0 + 4 * tx;
+            if (orow >= cols) continue;
+            const float4 w = make_float4(tile[4 * tx + 0][c], tile[4 * tx + 1][c],
+                                         tile[4 * tx + 2][c], tile[4 * tx + 3][c]);
+            float* p = out + (size_t)orow * rows + ocol;
+            if (vec) {
+                if (ocol < rows) *reinterpret_cast<float4*>(p) = w;
+            } else {
+                if (ocol < rows) p[0] = w.x;
+                if (ocol + 1 < rows) p[1] = w.y;
+                if (ocol + 2 < rows) p[2] = w.z;
+                if (ocol + 3 < rows) p[3] = w.w;
+            }
+        }
+        __syncthreads();
+    }
+}
