@@ -205,7 +205,7 @@ def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: in
         tiles = math.ceil(n / cand.tile)
         if cand.variant == "tall":  # 128 rows x 64 columns of the input per block
             grid = (math.ceil(n / 64), math.ceil(n / 128))
-        elif cand.defines.get("PERSIST") or cand.variant == "pipe":  # a resident grid loops
+        elif cand.defines.get("PERSIST"):  # one resident wave of blocks loops over the tiles
             grid = (min(tiles * tiles, max(driver_blocks, 1) * dev.sm_count),)
         else:
             grid = (tiles, tiles)  # SWAP reorders the tiles inside the kernel

@@ -100,8 +100,6 @@ def candidates(kernel: str) -> list[Candidate]:
                                  {"VBY": by, **extra}, tile=64, coarsening=4 * 64 // by))
         out.append(Candidate("transpose", "tall", "transpose_tall", (16, 16), {}, tile=128,
                              coarsening=32))  # float4, 128 x 64 tiles, 512-B output rows
-        out.append(Candidate("transpose", "pipe", "transpose_pipe", (16, 16), {}, tile=64,
-                             coarsening=16))  # float4, resident grid, next tile prefetched
         return out
     raise OccupancyError(f"unknown kernel family '{kernel}': choose one of {', '.join(FAMILIES)}")
 
@@ -113,7 +111,7 @@ def static_smem(c: Candidate) -> int:
     if c.variant == "regblock":
         d = c.defines
         return 2 * d["BK"] * (d["BM"] + d["BN"]) * 4
-    if c.variant in ("vec", "pipe"):
+    if c.variant == "vec":
         return c.tile * (c.tile + 1) * 4
     if c.variant == "tall":
         return 128 * 65 * 4
@@ -223,7 +221,7 @@ def _transpose(c: Candidate, n: int) -> Counts:
         return Counts(0, 0, n * n, vinstr, vinstr * 16, vinstr, vinstr * 16, smem_instr, smem_instr,
                       smem_instr, smem_instr * 2, tiles_tall * warps, 8.0 * n * n, tiles_tall, 8, 2,
                       16, 16, 16, 0, 8 * 512.0)
-    if c.variant in ("vec", "pipe"):
+    if c.variant == "vec":
         # float4 rows in and out (16 sectors per warp request), scalar smem with pitch 65.
         vec_instr = tiles * t * t / 4 / 32  # each of loads and stores
         st = bank_conflicts([((ty * 65) + 4 * tx) * 4 for tx, ty in w]).ways
@@ -233,7 +231,7 @@ def _transpose(c: Candidate, n: int) -> Counts:
         return Counts(0, 0, n * n, vec_instr, vec_instr * 16, vec_instr, vec_instr * 16,
                       smem_instr, smem_instr * ld, smem_instr, smem_instr * st, tiles * warps,
                       8.0 * n * n, tiles, per_thread, max(st, ld), 16, 16, 16, 0,
-                      per_thread * 512.0 * (2 if c.variant == "pipe" else 1))
+                      per_thread * 512.0)
     pitch = t + (1 if c.variant == "padded" else 0)
     store_ways = bank_conflicts([(ty * pitch + tx) * 4 for tx, ty in w]).ways
     load_ways = bank_conflicts([(tx * pitch + ty) * 4 for tx, ty in w]).ways
