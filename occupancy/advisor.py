@@ -65,6 +65,14 @@ def _resources(dev: Device, c: Candidate, notes: list[str]) -> KernelResources:
                                "estimate (no compiler; pip install 'occupancy[compiler]')")
 
 
+def candidate_occupancy(dev: Device, c: Candidate, res: KernelResources) -> OccupancyResult:
+    """The solver on a compiled candidate: its registers, static smem, launch bound and
+    barriers (the tiled kernels use one; ptxas reports it)."""
+    return solve(dev, c.threads, res.registers_per_thread, res.static_shared_memory, 0,
+                 max_threads_per_block=res.max_threads_per_block,
+                 block_barriers=max(res.barriers, 1 if c.variant != "naive" else 0))
+
+
 def analyze(dev: Device, kernel: str, n: int) -> TileReport:
     if not isinstance(n, int) or n <= 0:
         raise OccupancyError(f"-n must be a positive integer (the matrix size), got {n}")
@@ -72,9 +80,7 @@ def analyze(dev: Device, kernel: str, n: int) -> TileReport:
     out = []
     for c in candidates(kernel):
         res = _resources(dev, c, notes)
-        occ = solve(dev, c.threads, res.registers_per_thread, res.static_shared_memory, 0,
-                    max_threads_per_block=res.max_threads_per_block,
-                    block_barriers=max(res.barriers, 1 if c.variant != "naive" else 0))
+        occ = candidate_occupancy(dev, c, res)
         k = counts(c, n)
         pred = predict(dev, c, k, occ, n) if occ.launchable else None
         out.append(Analysis(c, res, occ, k, pred))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import os
+import subprocess
+import tempfile
 from typing import Any
 
 from .errors import OccupancyError
@@ -55,10 +59,6 @@ L2_FLUSH_FACTOR = 2  # bytes written between timed runs, in L2 sizes
 
 def _compile_cubin(source: str, arch: str, defines: dict[str, int]) -> bytes:
     """The same nvcc + ptxas build the tile model reads its registers from."""
-    import os
-    import subprocess
-    import tempfile
-
     from .resources import CompileError, _nvcc
 
     nvcc = _nvcc()
@@ -139,40 +139,36 @@ def ceilings(cupy: Any, timer: Timer, n_matmul: int, n_transpose: int) -> dict[s
             "sgemm": g, "sgemm_n": n_matmul}
 
 
+def load_function(cupy: Any, cubin: bytes, name: str) -> tuple[Any, Any]:
+    """(module, kernel) from a cubin; keep the module alive while the kernel is used."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
+        fh.write(cubin)
+    try:
+        module = cupy.RawModule(path=fh.name)
+        return module, module.get_function(name)
+    finally:
+        os.unlink(fh.name)
+
+
 def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: int,
                   kdir: Any) -> dict[str, Any]:
     """Build, verify, time and ask the driver about one tile candidate."""
-    import math
-
+    from .advisor import candidate_occupancy
     from .model import predict
     from .resources import compile_resources
-    from .solver import solve
     from .tiling import counts
 
     cp = cupy
     arch = f"sm_{dev.cc_major}{dev.cc_minor}"
     src = str(kdir / f"{cand.kernel}.cu")
     res = compile_resources(src, arch, cand.defines)[cand.function]
-    cubin = _compile_cubin(src, arch, cand.defines)
-    import os
-    import tempfile
-
-    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
-        fh.write(cubin)
-        path = fh.name
-    try:
-        module = cp.RawModule(path=path)
-        fn = module.get_function(cand.function)
-    finally:
-        os.unlink(path)
+    module, fn = load_function(cp, _compile_cubin(src, arch, cand.defines), cand.function)
     drv = cp.cuda.driver
     regs = drv.funcGetAttribute(4, fn.kernel.ptr)  # CU_FUNC_ATTRIBUTE_NUM_REGS
     smem = drv.funcGetAttribute(1, fn.kernel.ptr)  # CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
     max_threads = drv.funcGetAttribute(0, fn.kernel.ptr)  # CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
     driver_blocks = drv.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, cand.threads, 0)
-    occ = solve(dev, cand.threads, res.registers_per_thread, res.static_shared_memory, 0,
-                max_threads_per_block=res.max_threads_per_block,
-                block_barriers=max(res.barriers, 1 if cand.variant != "naive" else 0))
+    occ = candidate_occupancy(dev, cand, res)
     k = counts(cand, n)
     pred = predict(dev, cand, k, occ, n) if occ.launchable else None
     rng = cp.random.default_rng()

@@ -67,9 +67,8 @@ class Prediction:
 def _l1_miss_bytes(dev: Device, c: Candidate, k: Counts, n: int) -> float:
     """Bytes the L1 sends to L2. Tiled kernels load each tile once (no L1 reuse); the naive
     matmul reuses each 32-B sector of A along k and B's row across the block's warps."""
-    if dev.l2_cache_bytes == 0:  # CC 1.x: no cache in front of DRAM at all
-        return (k.global_load_sectors + k.global_store_sectors) * 32.0
-    if c.kernel == "matmul" and c.variant == "naive":
+    # CC 1.x has no cache in front of DRAM at all: every access misses.
+    if dev.l2_cache_bytes and c.kernel == "matmul" and c.variant == "naive":
         bx, by = c.block
         return 4.0 * n ** 3 * (1 / bx + 1 / by)
     return (k.global_load_sectors + k.global_store_sectors) * 32.0
@@ -113,11 +112,10 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
     busy_sms = min(sms, k.grid_blocks)
     # Latency hiding. Memory: bytes in flight per SM must cover bandwidth x latency.
     warps = max(blocks_per_sm * warps_per_block, 1)
-    per_warp_in_flight = k.bytes_in_flight_per_warp
     # Little's law: bandwidth x latency bytes must be in flight per SM. Short of that the
     # achieved bandwidth falls off smoothly (1 - e^-x), not at a cliff: queues at the
     # memory controllers fill gradually.
-    in_flight = warps * per_warp_in_flight
+    in_flight = warps * k.bytes_in_flight_per_warp
     need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / clock * DRAM_LATENCY_CLOCKS
     need_l2 = L2_BYTES_PER_CLOCK_PER_SM * L2_LATENCY_CLOCKS
     mem_hiding = 1 - math.exp(-in_flight / need_dram)
@@ -130,8 +128,8 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
     roofs = {"fp32": fp32 / fma_hiding, "lsu": lsu / fma_hiding, "l2": l2 / l2_hiding,
              "dram": dram / mem_hiding, "scatter": scattered}
     # The issue side (FP32, load/store unit) and the memory side (L2, DRAM, scattered
-    # stores) run concurrently but not perfectly: the binding roof plus a quarter of the
-    # other side's largest. Roofs on the same side share one stream and do not add.
+    # stores) run concurrently but not perfectly: the larger plus OVERLAP x lo^2 / hi of
+    # the smaller. Roofs on the same side share one stream and do not add.
     compute = max(roofs["fp32"], roofs["lsu"])
     memory = max(roofs["l2"], roofs["dram"], roofs["scatter"])
     hi, lo = max(compute, memory), min(compute, memory)

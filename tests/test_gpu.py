@@ -6,9 +6,7 @@ is committed under bench/.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +33,11 @@ def dev(cp: Any) -> Device:
 
 
 def _function(cp: Any, dev: Device, source: str, name: str, defines: dict[str, int]) -> Any:
-    from occupancy.gpu import _compile_cubin
+    from occupancy.gpu import _compile_cubin, load_function
 
     cubin = _compile_cubin(str(ROOT / "kernels" / source), f"sm_{dev.cc_major}{dev.cc_minor}",
                            defines)
-    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
-        fh.write(cubin)
-    try:
-        module = cp.RawModule(path=fh.name)
-        return module, module.get_function(name)
-    finally:
-        os.unlink(fh.name)
+    return load_function(cp, cubin, name)
 
 
 def test_detected_profile_matches_shipped(dev: Device) -> None:
