@@ -305,8 +305,7 @@ def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
     bound = spec.max_threads_per_block or res.max_threads_per_block
     static = spec.static_shared_memory if spec.static_shared_memory is not None \
         else res.static_shared_memory
-    regs = spec.registers if spec.registers is not None and spec.source is None \
-        and spec.ptxas_log is None and spec.cubin is None else res.registers_per_thread
+    regs = res.registers_per_thread  # the manifest's number when no binary or source is given
     barriers = spec.barriers if spec.barriers is not None else max(res.barriers, 1)
     r = solve(dev, spec.threads, regs, static, spec.dynamic_shared_memory, spec.carveout, bound,
               barriers, opt_in=spec.opt_in_shared_memory)
