@@ -19,8 +19,9 @@ def examples() -> list[tuple[str, str]]:
     text = (ROOT / "README.md").read_text()
     out = []
     for cmd, shown in BLOCK.findall(text):
-        if "\n...\n" in "\n" + shown or shown.rstrip().endswith("...") or "-o " in cmd:
-            continue  # abridged on purpose, or writes a file
+        if ("\n...\n" in "\n" + shown or shown.rstrip().endswith("...") or "-o " in cmd
+                or cmd.startswith("measure")):
+            continue  # abridged on purpose, writes a file, or needs a GPU (bench/ holds it)
         out.append((cmd, shown))
     return out
 
