@@ -95,7 +95,6 @@ def test_devices_show() -> None:
 
 
 def test_devices_detect_without_gpu_is_a_hint() -> None:
-    pytest.importorskip("click")
     try:
         import cupy  # noqa: F401
         has_cupy = True
