@@ -175,7 +175,7 @@ class _Entry:
         if not isinstance(v, str):
             raise self.fail(f"{key} must be a path", key)
         q = Path(v) if os.path.isabs(v) else self.base / v
-        if not q.is_file():
+        if "\x00" in v or not q.is_file():
             raise self.fail(f"{key}: no such file {q}", key)
         return str(q)
 

@@ -164,6 +164,12 @@ class OneLineErrors(click.Group):
                 raise
             click.echo("Aborted!", err=True)
             sys.exit(EXIT_PROBLEM)
+        except ValueError as exc:
+            # The OS refuses a path with a NUL byte wherever it is opened or stat'ed.
+            if "null byte" not in str(exc) or not standalone_mode:
+                raise
+            click.echo("Error: a file name contains a NUL byte: give a plain path", err=True)
+            sys.exit(EXIT_USAGE)
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else EXIT_OK)

@@ -20,8 +20,8 @@ def read_yaml(path: str | os.PathLike[str], error: type[Any], missing_hint: str
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise error(f"no such file: {missing_hint}", str(p)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"cannot read: {exc}", str(p)) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise error(f"cannot read: {exc}", repr(str(p))[1:-1]) from None
     try:
         return yaml.safe_load(text), text
     except yaml.YAMLError as exc:

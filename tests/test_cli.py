@@ -113,6 +113,9 @@ BAD_INPUTS = [
     (["calc", "-d", "v100", "-t", "0"], "'0' is not a block shape"),
     (["calc", "-d", "v100", "-t", "16y16"], "not a block shape"),
     (["calc", "-d", "v100", "-t", "²"], "not a block shape"),  # found by the fuzz test
+    (["calc", "-d", "/\x00", "-t", "256"], "cannot read: embedded null byte"),  # and this
+    (["check", "a\x00b.yaml"], "a file name contains a NUL byte"),
+    (["plot", "-d", "t4", "-o", "/tmp/a\x00.svg"], "a file name contains a NUL byte"),
     (["calc", "-d", "v100", "-t", "256", "--smem", "8Q"], "'8Q' is not a size"),
     (["calc", "-d", "v100", "-t", "256", "--carveout", "150"], "--carveout"),
     (["calc", "-d", "v100", "-t", "256", "-r", "-1"], "--regs"),
