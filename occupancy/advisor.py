@@ -14,9 +14,10 @@ from .device import Device
 from .errors import OccupancyError
 from .files import data_dir
 from .model import ROOF_NAMES, Prediction, predict
-from .resources import CompilerUnavailable, KernelResources, compile_or_estimate
+from .resources import CompilerUnavailable, KernelResources
 from .solver import LIMIT_NAMES, OccupancyResult, solve
 from .tiling import Candidate, Counts, candidates, counts, static_smem
+from .toolchain import compile_or_estimate
 
 # Used only when no compiler can build for the device at all: registers of the shipped
 # kernels as ptxas 13.0 assigns them for sm_90 (every number marked as an estimate).

@@ -1,14 +1,16 @@
 """`occupancy check`: a launch manifest in, one verdict per kernel x device out.
 
-The manifest is validated here (file:line errors); resources are resolved by a function
-the caller passes (numbers from the manifest, or the compiler / a ptxas log / a cubin, in
-resources.py), so the verdict logic itself is pure.
+The manifest is validated here with exact node positions (file:line in every message).
+A whole-file problem (not YAML, no `kernels:` list) stops the run; a problem with one
+entry, one device or one compile becomes an `error` verdict for that entry or pair while
+every other pair is still judged. Resources come from a resolver the caller passes
+(numbers from the manifest, or the toolchain), so the verdict logic itself is pure.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +18,10 @@ from typing import Any
 
 from .device import Device
 from .errors import OccupancyError
-from .files import read_yaml
+from .files import YamlDoc, read_yaml
 from .profiles import load_device
 from .resources import KernelResources
+from .safety import INT32_MAX, check_define_name, define_value, inert
 from .solver import LIMIT_NAMES, OccupancyResult, cliffs, solve
 
 
@@ -30,18 +33,21 @@ class ManifestError(OccupancyError):
         self.path, self.line = path, line
 
 
-_TOP_KEYS = {"devices", "min_occupancy", "kernels"}
+_DEFAULT_KEYS = {"include_dirs", "flags", "defines"}
+_TOP_KEYS = {"devices", "min_occupancy", "kernels", *_DEFAULT_KEYS}
 _KERNEL_KEYS = {
     "name", "block", "registers", "static_shared_memory", "dynamic_shared_memory",
     "opt_in_shared_memory", "max_threads_per_block", "min_occupancy", "devices",
     "max_registers", "no_spills", "source", "function", "defines", "ptxas_log", "cubin",
-    "carveout", "barriers", "spill_stores_bytes", "spill_loads_bytes",
+    "carveout", "barriers", "spill_stores_bytes", "spill_loads_bytes", "include_dirs", "flags",
 }
+MAX_KERNELS = 10_000
+MAX_DEVICES = 64
 
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """One manifest entry."""
+    """One manifest entry; `error` set when the entry itself cannot be read."""
 
     name: str
     line: int
@@ -57,13 +63,17 @@ class KernelSpec:
     no_spills: bool = False
     spill_stores_bytes: int = 0
     spill_loads_bytes: int = 0
-    source: str | None = None
+    source: str | None = None  # absolute path
     function: str | None = None
-    defines: Mapping[str, Any] = field(default_factory=dict)
+    defines: Mapping[str, str] = field(default_factory=dict)  # typed: true -> "1"
+    include_dirs: tuple[str, ...] = ()  # absolute paths
+    flags: tuple[str, ...] = ()
     ptxas_log: str | None = None
     cubin: str | None = None
     carveout: int | None = None
     barriers: int | None = None
+    shown_source: str | None = None  # as written in the manifest, for messages
+    error: str | None = None
 
     @property
     def threads(self) -> int:
@@ -77,7 +87,8 @@ class KernelSpec:
 class Manifest:
     path: str
     kernels: tuple[KernelSpec, ...]
-    devices: dict[str, Device]  # every device any kernel targets, by the name used
+    devices: dict[str, Device]  # every device that loaded, by the name used
+    device_errors: dict[str, tuple[str, int]] = field(default_factory=dict)  # why, line
 
 
 @dataclass(frozen=True)
@@ -85,136 +96,215 @@ class Verdict:
     kernel: str
     device: str
     line: int
-    ok: bool
+    status: str  # "pass", "fail" or "error"
     problems: tuple[str, ...]
-    active_blocks_per_sm: int
-    occupancy: float
-    limiters: tuple[str, ...]
-    registers_per_thread: int
-    registers_source: str
-    result: OccupancyResult
+    result: OccupancyResult | None = None
+    resources: KernelResources | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "pass"
+
+    @property
+    def active_blocks_per_sm(self) -> int:
+        return self.result.active_blocks_per_sm if self.result else 0
+
+    @property
+    def occupancy(self) -> float:
+        return self.result.occupancy if self.result else 0.0
+
+    @property
+    def limiters(self) -> tuple[str, ...]:
+        return tuple(n for n in LIMIT_NAMES if self.result and n in self.result.limiters)
+
+    @property
+    def registers_per_thread(self) -> int | None:
+        return self.resources.registers_per_thread if self.resources else None
+
+    @property
+    def registers_source(self) -> str:
+        return self.resources.source if self.resources else ""
 
 
-def _find_line(lines: list[str], pattern: str, start: int = 0) -> int | None:
-    rx = re.compile(pattern)
-    for i in range(start, len(lines)):
-        if rx.search(lines[i]):
-            return i + 1
-    return None
+class _EntryError(Exception):
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.line = line
 
 
-def _int(v: Any, key: str, fail: Callable[[str, str], ManifestError], minimum: int = 0) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise fail(f"{key} must be an integer >= {minimum}, got {v!r}", key)
+def _int(v: Any, what: str, line: int | None, minimum: int = 0) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= INT32_MAX:
+        raise _EntryError(f"{what} must be an integer {minimum}..{INT32_MAX:,}, got "
+                          f"{inert(repr(v)[:40])}", line)
     return v
 
 
-def _size(v: Any, key: str, fail: Callable[[str, str], ManifestError]) -> int:
-    if isinstance(v, str):
-        from .units import parse_bytes
-
-        try:
-            return parse_bytes(v)
-        except OccupancyError as exc:
-            raise fail(f"{key}: {exc}", key) from None
-    return _int(v, key, fail)
+def _fraction(v: Any, what: str, line: int | None) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+        raise _EntryError(f"{what} must be a fraction 0-1 (0.5 = 50%), got {inert(repr(v)[:40])}",
+                          line)
+    return float(v)
 
 
-def _block(v: Any, fail: Callable[[str, str], ManifestError]) -> tuple[int, ...]:
-    dims = [v] if isinstance(v, int) and not isinstance(v, bool) else v
-    if (not isinstance(dims, list) or not 1 <= len(dims) <= 3
-            or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)):
-        raise fail(f"block must be a positive integer or a list [x, y, z] of 1-3, got {v!r}",
-                   "block")
-    return tuple(dims)
-
-
-def _devices(v: Any, key_line: int | None, path: str) -> tuple[str, ...]:
+def _device_names(v: Any, line: int | None) -> tuple[str, ...]:
     if isinstance(v, str):
         v = [v]
-    if not isinstance(v, list) or not v or not all(isinstance(d, str) and d for d in v):
-        raise ManifestError(f"devices must be a non-empty list of device names or profile paths, "
-                            f"got {v!r}", path, key_line)
+    if (not isinstance(v, list) or not v or len(v) > MAX_DEVICES
+            or not all(isinstance(d, str) and d for d in v)):
+        raise _EntryError(f"devices must be a list of 1-{MAX_DEVICES} device names or profile "
+                          f"paths, got {inert(repr(v)[:60])}", line)
     return tuple(v)
 
 
-def _fraction(v: Any, key: str, fail: Callable[[str, str], ManifestError]) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-        raise fail(f"{key} must be a fraction 0-1 (0.5 = 50%), got {v!r}", key)
-    return float(v)
+def _unknown_key(key: object, allowed: set[str]) -> str:
+    near = difflib.get_close_matches(str(key), allowed, n=1)
+    return f"unknown key '{inert(str(key))}'" + (f"; did you mean '{near[0]}'?" if near else
+                                                  f"; allowed: {', '.join(sorted(allowed))}")
+
+
+class _Defaults:
+    """Top-level include_dirs / flags / defines, applied to every kernel."""
+
+    def __init__(self, doc: YamlDoc, base: Path) -> None:
+        self.include_dirs = _dirs(doc.data.get("include_dirs", []), base, doc.line("include_dirs"))
+        self.flags = _flags(doc.data.get("flags", []), doc.line("flags"))
+        self.defines = _defines(doc.data.get("defines", {}), doc.line("defines"))
+
+
+def _dirs(v: Any, base: Path, line: int | None) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(d, str) and d for d in v) or len(v) > 256:
+        raise _EntryError("include_dirs must be a list of folders (relative to the manifest)", line)
+    out = []
+    for d in v:
+        if "\x00" in d:
+            raise _EntryError("include_dirs: a path contains a NUL byte", line)
+        p = Path(d) if os.path.isabs(d) else base / d
+        if not p.is_dir():
+            raise _EntryError(f"include_dirs: no such folder {inert(str(p))}", line)
+        out.append(os.path.abspath(p))
+    return tuple(out)
+
+
+def _flags(v: Any, line: int | None) -> tuple[str, ...]:
+    if not isinstance(v, list) or len(v) > 256:
+        raise _EntryError("flags must be a list, e.g. [-std=c++17, -rdc=true]", line)
+    from .toolchain import check_flags
+
+    try:
+        fl, defs = check_flags(v, "flags")
+    except OccupancyError as exc:
+        raise _EntryError(str(exc), line) from None
+    return (*fl, *[f"-D{k}={val}" for k, val in defs.items()])
+
+
+def _defines(v: Any, line: int | None) -> dict[str, str]:
+    if not isinstance(v, dict) or len(v) > 1024:
+        raise _EntryError("defines must be a mapping, e.g. {TILE: 32, USE_FAST: true}", line)
+    out = {}
+    try:
+        for k, val in v.items():
+            out[check_define_name(k, "defines")] = define_value(val, f"defines.{k}")
+    except OccupancyError as exc:
+        raise _EntryError(str(exc), line) from None
+    return out
 
 
 class _Entry:
     """Reads one kernel entry; every error names the manifest line of the offending key."""
 
-    def __init__(self, entry: dict[str, Any], start: int, index: int, lines: list[str],
-                 path: str, base: Path) -> None:
-        self.entry, self.start, self.lines, self.path, self.base = entry, start, lines, path, base
-        self.label = entry.get("name") or index + 1
+    def __init__(self, doc: YamlDoc, index: int, base: Path) -> None:
+        self.doc, self.index, self.base = doc, index, base
+        self.entry: dict[str, Any] = doc.data["kernels"][index]
+        self.start = doc.line("kernels", index) or 1
 
-    def fail(self, msg: str, key: str) -> ManifestError:
-        line = _find_line(self.lines, rf"^\s*(-\s*)?{re.escape(key)}\s*:", self.start - 1)
-        return ManifestError(f"kernel '{self.label}': {msg}", self.path, line or self.start)
+    def line(self, key: str) -> int:
+        return self.doc.line("kernels", self.index, key) or self.start
+
+    def fail(self, msg: str, key: str) -> _EntryError:
+        return _EntryError(msg, self.line(key))
 
     def opt_int(self, key: str, minimum: int = 0) -> int | None:
-        return _int(self.entry[key], key, self.fail, minimum) if key in self.entry else None
+        return _int(self.entry[key], key, self.line(key), minimum) if key in self.entry else None
 
     def flag(self, key: str) -> bool:
         v = self.entry.get(key, False)
         if not isinstance(v, bool):
-            raise self.fail(f"{key} must be true or false, got {v!r}", key)
+            raise self.fail(f"{key} must be true or false, got {inert(repr(v)[:40])}", key)
         return v
 
     def size(self, key: str) -> int | None:
-        return _size(self.entry[key], key, self.fail) if key in self.entry else None
+        if key not in self.entry:
+            return None
+        v = self.entry[key]
+        if isinstance(v, str):
+            from .units import parse_bytes
 
-    def rel(self, key: str) -> str | None:
+            try:
+                v = parse_bytes(v)
+            except OccupancyError as exc:
+                raise self.fail(f"{key}: {exc}", key) from None
+        return _int(v, key, self.line(key))
+
+    def rel(self, key: str) -> tuple[str, str] | None:
+        """(absolute path, as written) of a file the entry names."""
         v = self.entry.get(key)
         if v is None:
             return None
-        if not isinstance(v, str):
-            raise self.fail(f"{key} must be a path", key)
+        if not isinstance(v, str) or not v or "\x00" in v:
+            raise self.fail(f"{key} must be a file path", key)
         q = Path(v) if os.path.isabs(v) else self.base / v
-        if "\x00" in v or not q.is_file():
-            raise self.fail(f"{key}: no such file {q}", key)
-        return str(q)
+        if not q.is_file():
+            raise self.fail(f"{key}: no such file {inert(str(q))}", key)
+        return os.path.abspath(q), v
 
-    def spec(self, default_devices: tuple[str, ...] | None, floor: float) -> KernelSpec:
-        import difflib
+    def block(self) -> tuple[int, ...]:
+        v = self.entry["block"]
+        dims = [v] if isinstance(v, int) and not isinstance(v, bool) else v
+        if (not isinstance(dims, list) or not 1 <= len(dims) <= 3
+                or not all(isinstance(d, int) and not isinstance(d, bool) and 0 < d <= INT32_MAX
+                           for d in dims)):
+            raise self.fail(f"block must be a positive integer or a list [x, y, z] of 1-3, got "
+                            f"{inert(repr(v)[:40])}", "block")
+        return tuple(dims)
 
+    def spec(self, default_devices: tuple[str, ...] | None, floor: float,
+             defaults: _Defaults) -> KernelSpec:
         entry = self.entry
         for key in entry:
             if key not in _KERNEL_KEYS:
-                near = difflib.get_close_matches(str(key), _KERNEL_KEYS, n=1)
-                raise self.fail(f"unknown key '{key}'" + (f"; did you mean '{near[0]}'?" if near else ""),
-                                str(key))
+                raise _EntryError(_unknown_key(key, _KERNEL_KEYS), self.line(str(key)))
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             raise self.fail("needs a 'name:' (a non-empty string)", "name")
         if "block" not in entry:
             raise self.fail("needs 'block:' (threads per block: 256 or [x, y, z])", "name")
-        block = _block(entry["block"], self.fail)
+        block = self.block()
         if not any(k in entry for k in ("registers", "source", "ptxas_log", "cubin")):
             raise self.fail("give its resources: 'registers:' (and the smem sizes), or 'source:' "
                             "to compile, or 'ptxas_log:' / 'cubin:'", "name")
         if sum(k in entry for k in ("source", "ptxas_log", "cubin")) > 1:
             raise self.fail("give one of 'source:', 'ptxas_log:' or 'cubin:', not several", "source")
-        devs = (_devices(entry["devices"], self.fail("", "devices").line, self.path)
+        devs = (_device_names(entry["devices"], self.line("devices"))
                 if "devices" in entry else default_devices)
         if not devs:
-            raise self.fail("no devices: add 'devices:' at the top of the manifest or to this kernel",
-                            "name")
-        kfloor = (_fraction(entry["min_occupancy"], "min_occupancy", self.fail)
+            raise self.fail("no devices: add 'devices:' at the top of the manifest or to this "
+                            "kernel", "name")
+        kfloor = (_fraction(entry["min_occupancy"], "min_occupancy", self.line("min_occupancy"))
                   if "min_occupancy" in entry else floor)
-        defines = entry.get("defines", {})
-        if not isinstance(defines, dict):
-            raise self.fail("defines must be a mapping, e.g. {TILE: 32}", "defines")
+        defines = {**defaults.defines,
+                   **_defines(entry.get("defines", {}), self.line("defines"))}
+        include_dirs = (*_dirs(entry.get("include_dirs", []), self.base, self.line("include_dirs")),
+                        *defaults.include_dirs)
+        flags = (*defaults.flags, *_flags(entry.get("flags", []), self.line("flags")))
         function = entry.get("function")
-        if function is not None and not isinstance(function, str):
-            raise self.fail("function must be the kernel's name in the source", "function")
+        if function is not None and (not isinstance(function, str) or not function):
+            raise self.fail("function must be the kernel's name in the source (plain, "
+                            "ns::qualified, a template instance like k<32>, or mangled)",
+                            "function")
         carveout = self.opt_int("carveout")
         if carveout is not None and carveout > 100:
             raise self.fail(f"carveout is a percentage 0-100, got {carveout}", "carveout")
+        source = self.rel("source")
         return KernelSpec(
             name=name, line=self.start, block=block, devices=devs, min_occupancy=kfloor,
             registers=self.opt_int("registers"),
@@ -226,53 +316,74 @@ class _Entry:
             no_spills=self.flag("no_spills"),
             spill_stores_bytes=self.opt_int("spill_stores_bytes") or 0,
             spill_loads_bytes=self.opt_int("spill_loads_bytes") or 0,
-            source=self.rel("source"), function=function, defines=defines,
-            ptxas_log=self.rel("ptxas_log"), cubin=self.rel("cubin"), carveout=carveout,
+            source=source[0] if source else None, shown_source=source[1] if source else None,
+            function=function, defines=defines, include_dirs=include_dirs, flags=flags,
+            ptxas_log=(self.rel("ptxas_log") or (None, None))[0],
+            cubin=(self.rel("cubin") or (None, None))[0], carveout=carveout,
             barriers=self.opt_int("barriers"),
         )
+
+
+def _broken_spec(entry: Any, index: int, line: int, message: str,
+                 default_devices: tuple[str, ...] | None) -> KernelSpec:
+    name = entry.get("name") if isinstance(entry, dict) else None
+    label = name if isinstance(name, str) and name else f"entry {index + 1}"
+    devs = default_devices or ()
+    if isinstance(entry, dict) and "devices" in entry:
+        try:
+            devs = _device_names(entry["devices"], None)
+        except _EntryError:
+            devs = ()
+    return KernelSpec(name=label, line=line, block=(1,), devices=devs or ("-",),
+                      min_occupancy=0.0, error=message)
 
 
 def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read and validate a launch manifest; relative paths in it are relative to its file."""
     p = Path(path)
-    data, text = read_yaml(p, ManifestError, "give the path of a launch manifest (see README, "
-                           "'occupancy check')")
-    lines = text.splitlines()
     spath = str(p)
+    doc = read_yaml(p, ManifestError, "give the path of a launch manifest (see README, "
+                    "'occupancy check')", what="manifest")
+    data = doc.data
     if not isinstance(data, dict):
         raise ManifestError("a manifest is a mapping with 'kernels:' (and optional 'devices:', "
-                            "'min_occupancy:')", spath, 1)
-    import difflib
-
+                            "'min_occupancy:', 'include_dirs:', 'flags:', 'defines:')", spath, 1)
     for key in data:
         if key not in _TOP_KEYS:
-            near = difflib.get_close_matches(str(key), _TOP_KEYS, n=1)
-            raise ManifestError(f"unknown key '{key}'" + (f"; did you mean '{near[0]}'?" if near else
-                                f"; allowed: {', '.join(sorted(_TOP_KEYS))}"), spath,
-                                _find_line(lines, rf"^{re.escape(str(key))}\s*:"))
-    default_devices = (_devices(data["devices"], _find_line(lines, r"^devices\s*:"), spath)
-                       if "devices" in data else None)
-    floor = 0.0
-    if "min_occupancy" in data:
-        floor = _fraction(data["min_occupancy"], "min_occupancy",
-                          lambda m, k: ManifestError(m, spath, _find_line(lines, r"^min_occupancy")))
+            raise ManifestError(_unknown_key(key, _TOP_KEYS), spath, doc.line(key))
+    try:
+        default_devices = (_device_names(data["devices"], doc.line("devices"))
+                           if "devices" in data else None)
+        floor = (_fraction(data["min_occupancy"], "min_occupancy", doc.line("min_occupancy"))
+                 if "min_occupancy" in data else 0.0)
+        defaults = _Defaults(doc, p.parent)
+    except _EntryError as exc:
+        raise ManifestError(str(exc), spath, exc.line) from None
     kernels = data.get("kernels")
     if not isinstance(kernels, list) or not kernels:
         raise ManifestError("'kernels:' must be a non-empty list of kernel entries", spath,
-                            _find_line(lines, r"^kernels\s*:"))
+                            doc.line("kernels"))
+    if len(kernels) > MAX_KERNELS:
+        raise ManifestError(f"more than {MAX_KERNELS:,} kernel entries: split the manifest", spath,
+                            doc.line("kernels"))
     specs: list[KernelSpec] = []
-    cursor = 0
     for i, entry in enumerate(kernels):
-        start = _find_line(lines, r"^\s*-\s", cursor) or 1
-        cursor = start
-        if not isinstance(entry, dict):
-            raise ManifestError(f"kernel entry {i + 1} must be a mapping with at least name and block",
-                                spath, start)
-        specs.append(_Entry(entry, start, i, lines, spath, p.parent).spec(default_devices, floor))
+        start = doc.line("kernels", i) or 1
+        try:
+            if not isinstance(entry, dict):
+                raise _EntryError(f"kernel entry {i + 1} must be a mapping with at least name and "
+                                  "block", start)
+            specs.append(_Entry(doc, i, p.parent).spec(default_devices, floor, defaults))
+        except _EntryError as exc:
+            name = entry.get("name") if isinstance(entry, dict) else None
+            label = f"kernel '{inert(name)}': " if isinstance(name, str) and name else ""
+            specs.append(_broken_spec(entry, i, exc.line or start, f"{label}{exc}",
+                                      default_devices))
     devices: dict[str, Device] = {}
-    for spec in specs:
-        for d in spec.devices:
-            if d in devices:
+    errors: dict[str, tuple[str, int]] = {}
+    for index, spec in enumerate(specs):
+        for j, d in enumerate(spec.devices):
+            if d in devices or d in errors or d == "-":
                 continue
             ref = d
             if (d.endswith((".yaml", ".yml")) or "/" in d) and not os.path.isabs(d):
@@ -280,9 +391,11 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
             try:
                 devices[d] = load_device(ref)
             except OccupancyError as exc:
-                line = _find_line(lines, re.escape(d)) or spec.line
-                raise ManifestError(str(exc), spath, line) from None
-    return Manifest(spath, tuple(specs), devices)
+                own = isinstance(kernels[index], dict) and "devices" in kernels[index]
+                line = (doc.line("kernels", index, "devices", j) if own
+                        else doc.line("devices", j)) or spec.line
+                errors[d] = (str(exc), line)
+    return Manifest(spath, tuple(specs), devices, errors)
 
 
 Resolver = Callable[[KernelSpec, Device], KernelResources]
@@ -303,6 +416,8 @@ def _pct(x: float) -> str:
 def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
     """Can it launch, does it reach its floor, does it keep the register / spill rules."""
     bound = spec.max_threads_per_block or res.max_threads_per_block
+    if spec.max_threads_per_block and res.max_threads_per_block:
+        bound = min(spec.max_threads_per_block, res.max_threads_per_block)
     static = spec.static_shared_memory if spec.static_shared_memory is not None \
         else res.static_shared_memory
     regs = res.registers_per_thread  # the manifest's number when no binary or source is given
@@ -330,17 +445,49 @@ def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
     if spec.no_spills and res.spills:
         problems.append(f"spills {res.spill_stores_bytes} B stored / {res.spill_loads_bytes} B "
                         f"loaded per thread ({res.source}); no_spills is set")
-    return Verdict(spec.name, dev.key, spec.line, not problems, tuple(problems),
-                   r.active_blocks_per_sm, r.occupancy,
-                   tuple(n for n in LIMIT_NAMES if n in r.limiters), regs, res.source, r)
+    elif spec.no_spills and res.spills_unknown and res.stack_frame_bytes > 0:
+        problems.append(f"a {res.stack_frame_bytes} B stack frame per thread ({res.source}): "
+                        "local memory, from spills or local arrays (a binary does not tell them "
+                        "apart); no_spills is set")
+    return Verdict(spec.name, dev.key, spec.line, "fail" if problems else "pass",
+                   tuple(problems), r, res)
 
 
-def evaluate(manifest: Manifest, resolve: Resolver | None = None) -> list[Verdict]:
-    """Every kernel on every device it targets, in manifest order."""
+def error_verdict(spec: KernelSpec, device: str, message: str, line: int | None = None
+                  ) -> Verdict:
+    return Verdict(spec.name, device, line or spec.line, "error", (inert(message),))
+
+
+def evaluate(manifest: Manifest, resolve: Resolver | None = None,
+             prepare: Callable[[list[tuple[KernelSpec, Device]]], None] | None = None
+             ) -> list[Verdict]:
+    """Every kernel on every device it targets, in manifest order; an entry, device or
+    compile that fails is an error verdict, and the others are still judged.
+    `prepare` sees every (spec, device) pair first (the toolchain compiles them in parallel)."""
+    pairs = [(s, manifest.devices[d]) for s in manifest.kernels if s.error is None
+             for d in s.devices if d in manifest.devices]
+    if prepare is not None:
+        prepare(pairs)
     out = []
     for spec in manifest.kernels:
+        if spec.error is not None:
+            out += [error_verdict(spec, d, spec.error) for d in spec.devices]
+            continue
         for name in spec.devices:
+            if name in manifest.device_errors:
+                out.append(error_verdict(spec, name, *manifest.device_errors[name]))
+                continue
             dev = manifest.devices[name]
-            res = given_resources(spec) if resolve is None else resolve(spec, dev)
-            out.append(verdict(spec, dev, res))
+            try:
+                res = given_resources(spec) if resolve is None else resolve(spec, dev)
+                out.append(verdict(spec, dev, res))
+            except OccupancyError as exc:
+                out.append(error_verdict(spec, dev.key, str(exc)))
     return out
+
+
+def exit_code(verdicts: list[Verdict]) -> int:
+    """2 if any verdict is an error, else 1 if any failed, else 0."""
+    if any(v.status == "error" for v in verdicts):
+        return 2
+    return 0 if all(v.ok for v in verdicts) else 1

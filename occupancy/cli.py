@@ -18,6 +18,7 @@ import click
 from .errors import OccupancyError
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+INT32_MAX = 2**31 - 1  # CUDA's sizes and counts are 32-bit ints: larger inputs are refused
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -72,27 +73,18 @@ _size = _parsed("parse_bytes")
 _block = _parsed("parse_block")
 
 
-def write_atomically(path: str, text: str, force: bool) -> None:
-    """Write the whole file or nothing; never clobber an existing file without --force."""
-    target = Path(path)
-    if target.exists() and not force:
-        raise InputError(f"{path} exists: choose another -o path or add --force to replace it")
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"{path}: the directory {directory} does not exist")
-    import tempfile
+def write_output(path: str, text: str, inputs: list[str] | tuple[str, ...] = (),
+                 force: bool = True) -> None:
+    """-o: '-' is stdout; else the whole file or nothing, never over an input of this run,
+    never onto a device node, FIFO or folder; without force, never over an existing file."""
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    from .safety import inert, write_atomically
 
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make reports unreadable to others
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    if not force and os.path.lexists(path):
+        raise InputError(f"{inert(path)} exists: choose another -o path or add --force to replace it")
+    write_atomically(path, text, inputs)
 
 
 def device_option(f: F) -> F:
@@ -125,7 +117,7 @@ def kernel_options(f: F) -> F:
         click.option("--regs", "-r", type=click.IntRange(0, 1024), default=0, show_default=True,
                      help="Registers per thread (from ptxas -v or cuobjdump)."),
         _SMEM, _DYN_SMEM, _CARVEOUT,
-        click.option("--launch-bound", type=click.IntRange(1), default=None, metavar="THREADS",
+        click.option("--launch-bound", type=click.IntRange(1, INT32_MAX), default=None, metavar="THREADS",
                      help="The kernel's __launch_bounds__ max threads per block."),
         click.option("--barriers", type=click.IntRange(0, 64), default=1, show_default=True,
                      help="Named barriers per block (limits blocks on CC >= 9.0)."),
@@ -144,38 +136,60 @@ def launch_options(f: F) -> F:
     ])
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
+
+
+def _quiet_broken_pipe() -> None:
+    """stdout's reader went away (`occupancy ... | head`): exit quietly, as cat does."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(EXIT_PROBLEM)
+
+
 class OneLineErrors(click.Group):
-    """Usage errors too are one line: `Error: ... (see 'occupancy calc --help')`, exit 2."""
+    """Usage errors too are one line: `Error: ... (see 'occupancy calc --help')`, exit 2.
+    Ctrl-C exits 130 with one line; a closed stdout pipe exits without a traceback."""
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        from .safety import one_line
+
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
         try:
             rv = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
+        except click.exceptions.NoArgsIsHelpError as exc:
+            click.echo(exc.ctx.get_help() if exc.ctx else "")
+            sys.exit(EXIT_OK)
         except click.ClickException as exc:
-            if not standalone_mode:
-                raise
             message = exc.format_message()
             ctx = getattr(exc, "ctx", None)
             if isinstance(exc, click.UsageError) and ctx is not None:
                 message += f" (see '{ctx.command_path} --help')"
-            click.echo(f"Error: {message}", err=True)
+            click.echo(f"Error: {one_line(message)}", err=True)
             sys.exit(exc.exit_code)
-        except click.Abort:
-            if not standalone_mode:
-                raise
-            click.echo("Aborted!", err=True)
-            sys.exit(EXIT_PROBLEM)
+        except (click.Abort, KeyboardInterrupt):
+            click.echo("Interrupted.", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
         except ValueError as exc:
             # The OS refuses a path with a NUL byte wherever it is opened or stat'ed.
-            if "null byte" not in str(exc) or not standalone_mode:
+            if "null byte" not in str(exc):
                 raise
             click.echo("Error: a file name contains a NUL byte: give a plain path", err=True)
             sys.exit(EXIT_USAGE)
-        if not standalone_mode:
-            return rv
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _quiet_broken_pipe()
         sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
-@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]},
+             invoke_without_command=False, no_args_is_help=True)
 @click.version_option(package_name="occupancy")
 def main() -> None:
     """Exact CUDA occupancy, block-size advice and device profiles.
@@ -224,9 +238,9 @@ def calc(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: 
 @kernel_options
 @click.option("--smem-per-thread", callback=_size, metavar="BYTES", default="0",
               help="Dynamic smem that grows with the block: bytes per thread, added to --dyn-smem.")
-@click.option("--threads", "-t", type=click.IntRange(1), default=None, metavar="N",
+@click.option("--threads", "-t", type=click.IntRange(1, INT32_MAX), default=None, metavar="N",
               help="Block size for the available-smem table (default: the best one).")
-@click.option("--blocks", type=click.IntRange(1), default=None, metavar="N",
+@click.option("--blocks", type=click.IntRange(1, 1024), default=None, metavar="N",
               help="Report the dynamic smem available for N resident blocks only.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
 @translate_errors
@@ -285,15 +299,16 @@ def check(manifest: str, fmt: str, output: str | None) -> None:
     register and spill rules kept. Exit 0 when all pass, 1 when any fails, 2 for a bad
     manifest. Example: occupancy check launches.yaml --format github
     """
-    from .check import evaluate, load_manifest
-    from .resources import resolve_for_check
+    from .check import evaluate, exit_code, load_manifest
+    from .toolchain import CheckResolver
 
     m = load_manifest(manifest)
-    verdicts = evaluate(m, resolve_for_check)
+    resolver = CheckResolver()
+    verdicts = evaluate(m, resolver, resolver.prepare)
     if fmt == "text":
         from .render import check_table
 
-        if output:
+        if output and output != "-":
             from io import StringIO
 
             from rich.console import Console
@@ -301,7 +316,7 @@ def check(manifest: str, fmt: str, output: str | None) -> None:
             buf = StringIO()
             Console(file=buf, width=100, markup=False, emoji=False).print(
                 check_table(manifest, verdicts))
-            write_atomically(output, buf.getvalue(), force=True)
+            write_output(output, buf.getvalue(), _check_inputs(m))
         else:
             _console().print(check_table(manifest, verdicts))
     else:
@@ -310,16 +325,25 @@ def check(manifest: str, fmt: str, output: str | None) -> None:
         text = {"json": formats.check_json, "junit": formats.check_junit,
                 "github": formats.check_github, "sarif": formats.check_sarif}[fmt](manifest, verdicts)
         if output:
-            write_atomically(output, text, force=True)
+            write_output(output, text, _check_inputs(m))
         else:
             click.echo(text, nl=False)
-    sys.exit(EXIT_OK if all(v.ok for v in verdicts) else EXIT_PROBLEM)
+    sys.exit(exit_code(verdicts))
+
+
+def _check_inputs(m: Any) -> list[str]:
+    """Every file a check run reads: -o may replace none of them."""
+    files = [m.path]
+    for spec in m.kernels:
+        files += [f for f in (spec.source, spec.ptxas_log, spec.cubin) if f]
+    files += [d.path for d in m.devices.values() if d.path]
+    return files
 
 
 @main.command()
 @click.argument("kernel", type=click.Choice(["matmul", "transpose"]))
 @device_option
-@click.option("-n", "size", type=click.IntRange(1), default=4096, show_default=True,
+@click.option("-n", "size", type=click.IntRange(1, INT32_MAX), default=4096, show_default=True,
               help="Matrix size (n x n); any n, edge tiles are guarded.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
 @translate_errors
@@ -345,12 +369,12 @@ def tile(kernel: str, device: str, size: int, as_json: bool) -> None:
 @main.command()
 @click.option("--words", default=None, metavar="W0,W1,...",
               help="Explicit 4-byte word index per thread (thread 0 first), e.g. 1,33.")
-@click.option("--pitch", type=click.IntRange(1), default=32, show_default=True,
+@click.option("--pitch", type=click.IntRange(1, INT32_MAX), default=32, show_default=True,
               help="Row pitch of the 2-D tile in elements (33 for tile[32][33]).")
 @click.option("--column", is_flag=True, help="Threads read down a column (thread t, row t).")
-@click.option("--stride", type=click.IntRange(0), default=1, show_default=True,
+@click.option("--stride", type=click.IntRange(0, INT32_MAX), default=1, show_default=True,
               help="Elements between neighbouring threads along a row.")
-@click.option("--offset", type=click.IntRange(0), default=0, show_default=True,
+@click.option("--offset", type=click.IntRange(0, INT32_MAX), default=0, show_default=True,
               help="First element (row read) or column index (column read).")
 @click.option("--element-bytes", "-e", type=click.Choice(["1", "2", "4", "8", "16"]), default="4",
               show_default=True, help="Bytes per element (float4 = 16).")
@@ -392,11 +416,11 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
 
 @main.command()
 @click.argument("kernel", type=click.Choice(["matmul", "transpose", "all"]), default="all")
-@click.option("-n", "size", type=click.IntRange(64), default=None,
+@click.option("-n", "size", type=click.IntRange(64, 65536), default=None,
               help="Matrix size (default: 4096 for matmul, 8192 for transpose).")
 @click.option("--tiles", default=None, metavar="LABEL,...",
               help="Only these candidates (labels as `occupancy tile` prints them).")
-@click.option("--reps", type=click.IntRange(3), default=20, show_default=True,
+@click.option("--reps", type=click.IntRange(3, 10_000), default=20, show_default=True,
               help="Timed runs per kernel (median reported).")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
@@ -429,7 +453,7 @@ def measure(kernel: str, size: int | None, tiles: str | None, reps: int, as_json
     if output:
         import json
 
-        write_atomically(output, json.dumps(data, indent=2) + "\n", force=True)
+        write_output(output, json.dumps(data, indent=2) + "\n")
     if as_json:
         _emit_json(data)
     else:
@@ -484,16 +508,16 @@ def plot(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: 
         if suffix == ".svg":
             from .charts import svg_figure
 
-            write_atomically(output, svg_figure(curves, title), force=True)
+            write_output(output, svg_figure(curves, title), [dev.path or ""])
         elif suffix in (".png", ".pdf"):
             from .plotting import save_figure
+            from .safety import check_output
 
-            if Path(output).parent and not Path(output).parent.is_dir():
-                raise InputError(f"-o {output}: the directory {Path(output).parent} does not exist")
+            check_output(output, [dev.path or ""])
             save_figure(curves, output, title)
         else:
             raise InputError(f"-o {output}: use a .png, .svg or .pdf file name")
-        if not as_json:
+        if not as_json and output != "-":
             click.echo(f"wrote {output}", err=True)
         return
     if not as_json:
@@ -510,7 +534,7 @@ def plot(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: 
 @launch_options
 @click.option("--tile", "tile_kernel", type=click.Choice(["matmul", "transpose"]), default=None,
               help="Add the tile analysis of a kernel family for every device.")
-@click.option("-n", "size", type=click.IntRange(1), default=4096, show_default=True,
+@click.option("-n", "size", type=click.IntRange(1, INT32_MAX), default=4096, show_default=True,
               help="Matrix size for --tile.")
 @click.option("--check", "manifest", type=click.Path(dir_okay=False), default=None,
               help="Add the verdicts of a launch manifest (occupancy check).")
@@ -529,14 +553,15 @@ def report(devices_: tuple[str, ...], threads: tuple[int, ...], regs: int, smem:
     """
     from .profiles import load_device
     from .reporting import build, to_html, to_markdown
+    from .safety import check_output, inert, slug
 
-    suffix = Path(output).suffix.lower()
+    suffix = ".html" if output == "-" else Path(output).suffix.lower()
     if suffix not in (".html", ".htm", ".md", ".markdown"):
-        raise InputError(f"-o {output}: use a .html or .md file name")
-    out_dir = Path(output).parent
-    if str(out_dir) and not out_dir.is_dir():
-        raise InputError(f"-o {output}: the directory {out_dir} does not exist")
+        raise InputError(f"-o {inert(output)}: use a .html or .md file name (or - for HTML on stdout)")
     devs = [load_device(d) for d in devices_]
+    inputs = [p for p in (manifest, measured, *[d.path for d in devs]) if p]
+    if output != "-":
+        check_output(output, inputs)
     cfg = _sweep_config(threads, regs, smem, dyn_smem, carveout, no_opt_in)
     tiles = []
     if tile_kernel:
@@ -546,20 +571,29 @@ def report(devices_: tuple[str, ...], threads: tuple[int, ...], regs: int, smem:
     verdicts = None
     if manifest:
         from .check import evaluate, load_manifest
-        from .resources import resolve_for_check
+        from .toolchain import CheckResolver
 
-        verdicts = evaluate(load_manifest(manifest), resolve_for_check)
+        m = load_manifest(manifest)
+        resolver = CheckResolver()
+        verdicts = evaluate(m, resolver, resolver.prepare)
+        inputs += _check_inputs(m)
     rep = build(devs, cfg, threads, tiles, manifest, verdicts, measured)
     if suffix in (".html", ".htm"):
-        write_atomically(output, to_html(rep), force=True)
+        write_output(output, to_html(rep), inputs)
     else:
-        chart_dir = Path(output).stem + "-charts"
+        out_dir = Path(output).parent
+        chart_dir = slug(Path(output).stem) + "-charts"
         text, files = to_markdown(rep, chart_dir)
-        (out_dir / chart_dir).mkdir(exist_ok=True)
+        target = out_dir / chart_dir
+        if target.is_symlink() or (target.exists() and not target.is_dir()):
+            raise InputError(f"{inert(str(target))} exists and is not a folder: remove it or "
+                             "choose another -o name")
+        target.mkdir(exist_ok=True)
         for rel, svg in files.items():
-            write_atomically(str(out_dir / rel), svg, force=True)
-        write_atomically(output, text, force=True)
-    click.echo(f"wrote {output}", err=True)
+            write_output(str(out_dir / rel), svg, inputs)
+        write_output(output, text, inputs)
+    if output != "-":
+        click.echo(f"wrote {inert(output)}", err=True)
 
 
 @main.group(invoke_without_command=True)
@@ -600,7 +634,7 @@ def devices_show(name: str, as_json: bool) -> None:
 
 
 @devices.command("detect")
-@click.option("--index", type=click.IntRange(0), default=0, show_default=True,
+@click.option("--index", type=click.IntRange(0, 1024), default=0, show_default=True,
               help="Which GPU (CUDA device ordinal).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the profile here (default: print it).")
@@ -617,7 +651,7 @@ def devices_detect(index: int, output: str | None, force: bool) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    write_atomically(output, text, force)
+    write_output(output, text, force=force)
     click.echo(f"wrote {output}: use it with -d {output}", err=True)
 
 

@@ -9,46 +9,76 @@ from xml.sax.saxutils import escape, quoteattr
 
 from . import __version__
 from .check import Verdict
+from .safety import xml_text
 
 RULE_ID = "occupancy/launch-config"
 
 
+def verdict_dict(v: Verdict) -> dict[str, Any]:
+    """One verdict with the resources it was judged on (None where it could not be read)."""
+    r, res = v.result, v.resources
+    return {
+        "kernel": v.kernel, "device": v.device, "line": v.line, "status": v.status, "ok": v.ok,
+        "active_blocks_per_sm": v.active_blocks_per_sm if r else None,
+        "occupancy": v.occupancy if r else None,
+        "limiters": list(v.limiters),
+        "registers_per_thread": res.registers_per_thread if res else None,
+        "static_shared_memory": r.static_shared_memory if r else None,
+        "dynamic_shared_memory": r.dynamic_shared_memory if r else None,
+        "max_threads_per_block": r.max_threads_per_block if r else None,
+        "spill_bytes": res.spill_bytes if res else None,
+        "stack_frame_bytes": res.stack_frame_bytes if res else None,
+        "function": (res.demangled or res.function) if res else None,
+        "resources_source": res.source if res else None,
+        "registers_source": res.source if res else None,
+        "problems": list(v.problems),
+    }
+
+
+def _tally(verdicts: Sequence[Verdict]) -> tuple[int, int, int]:
+    passed = sum(v.status == "pass" for v in verdicts)
+    errors = sum(v.status == "error" for v in verdicts)
+    return passed, len(verdicts) - passed - errors, errors
+
+
 def check_json(manifest: str, verdicts: Sequence[Verdict]) -> str:
-    results = [{
-        "kernel": v.kernel, "device": v.device, "line": v.line, "ok": v.ok,
-        "active_blocks_per_sm": v.active_blocks_per_sm, "occupancy": v.occupancy,
-        "limiters": list(v.limiters), "registers_per_thread": v.registers_per_thread,
-        "registers_source": v.registers_source, "problems": list(v.problems),
-    } for v in verdicts]
-    passed = sum(v.ok for v in verdicts)
-    return json.dumps({"manifest": manifest, "results": results, "passed": passed,
-                       "failed": len(verdicts) - passed}, indent=2)
+    passed, failed, errors = _tally(verdicts)
+    return json.dumps({"manifest": manifest, "results": [verdict_dict(v) for v in verdicts],
+                       "passed": passed, "failed": failed, "errors": errors}, indent=2)
+
+
+def _x(text: str) -> str:
+    return escape(xml_text(text))
+
+
+def _xa(text: str) -> str:
+    return quoteattr(xml_text(text))
 
 
 def check_junit(manifest: str, verdicts: Sequence[Verdict]) -> str:
-    failed = sum(not v.ok for v in verdicts)
+    passed, failed, errors = _tally(verdicts)
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuites name="occupancy check" tests="{len(verdicts)}" failures="{failed}">',
-           f'  <testsuite name={quoteattr(manifest)} tests="{len(verdicts)}" failures="{failed}" '
-           'errors="0" skipped="0">']
+           f'<testsuites name="occupancy check" tests="{len(verdicts)}" failures="{failed}" '
+           f'errors="{errors}">',
+           f'  <testsuite name={_xa(manifest)} tests="{len(verdicts)}" failures="{failed}" '
+           f'errors="{errors}" skipped="0">']
     for v in verdicts:
-        name = quoteattr(f"{v.kernel} on {v.device}")
-        classname = quoteattr(f"occupancy.{v.device}")
+        attrs = (f"name={_xa(f'{v.kernel} on {v.device}')} classname={_xa(f'occupancy.{v.device}')} "
+                 f"file={_xa(manifest)} line=\"{v.line}\"")
         if v.ok:
-            out.append(f"    <testcase name={name} classname={classname} "
-                       f"file={quoteattr(manifest)} line=\"{v.line}\"/>")
-        else:
-            msg = "; ".join(v.problems)
-            out.append(f"    <testcase name={name} classname={classname} "
-                       f"file={quoteattr(manifest)} line=\"{v.line}\">")
-            out.append(f"      <failure message={quoteattr(msg)} type=\"launch-config\">"
-                       f"{escape(msg)}</failure>")
-            out.append("    </testcase>")
+            out.append(f"    <testcase {attrs}/>")
+            continue
+        msg = "; ".join(v.problems)
+        tag, kind = ("error", "unreadable") if v.status == "error" else ("failure", "launch-config")
+        out.append(f"    <testcase {attrs}>")
+        out.append(f"      <{tag} message={_xa(msg)} type=\"{kind}\">{_x(msg)}</{tag}>")
+        out.append("    </testcase>")
     out += ["  </testsuite>", "</testsuites>"]
     return "\n".join(out) + "\n"
 
 
 def _gh_escape(text: str, prop: bool = False) -> str:
+    """GitHub workflow-command escaping: % CR LF always, and : , in properties."""
     text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     if prop:
         text = text.replace(":", "%3A").replace(",", "%2C")
@@ -60,8 +90,9 @@ def check_github(manifest: str, verdicts: Sequence[Verdict]) -> str:
     lines = [f"::error file={_gh_escape(manifest, True)},line={v.line},"
              f"title={_gh_escape(f'{v.kernel} on {v.device}', prop=True)}::{_gh_escape(p)}"
              for v in verdicts for p in v.problems]
-    passed = sum(v.ok for v in verdicts)
-    lines.append(f"::notice::occupancy check: {passed} passed, {len(verdicts) - passed} failed")
+    passed, failed, errors = _tally(verdicts)
+    lines.append(f"::notice::occupancy check: {passed} passed, {failed} failed"
+                 + (f", {errors} errors" if errors else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -75,8 +106,8 @@ def check_sarif(manifest: str, verdicts: Sequence[Verdict]) -> str:
                 "artifactLocation": {"uri": manifest},
                 "region": {"startLine": v.line},
             }}],
-            "properties": {"kernel": v.kernel, "device": v.device, "occupancy": v.occupancy,
-                           "activeBlocksPerSm": v.active_blocks_per_sm},
+            "properties": {"kernel": v.kernel, "device": v.device, "status": v.status,
+                           "occupancy": v.occupancy, "activeBlocksPerSm": v.active_blocks_per_sm},
         }
         for v in verdicts for p in v.problems
     ]

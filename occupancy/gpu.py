@@ -59,9 +59,10 @@ L2_FLUSH_FACTOR = 2  # bytes written between timed runs, in L2 sizes
 
 def _compile_cubin(source: str, arch: str, defines: dict[str, int]) -> bytes:
     """The same nvcc + ptxas build the tile model reads its registers from."""
-    from .resources import CompileError, _nvcc
+    from .resources import CompileError
+    from .toolchain import nvcc_path
 
-    nvcc = _nvcc()
+    nvcc = nvcc_path()
     if nvcc is None:
         raise GpuUnavailable("measure needs nvcc (CUDA 13) to build kernels/ for this GPU")
     with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
@@ -155,8 +156,8 @@ def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: in
     """Build, verify, time and ask the driver about one tile candidate."""
     from .advisor import candidate_occupancy
     from .model import predict
-    from .resources import compile_resources
     from .tiling import counts
+    from .toolchain import compile_resources
 
     cp = cupy
     arch = f"sm_{dev.cc_major}{dev.cc_minor}"

@@ -38,9 +38,23 @@ def save_figure(curves: tuple[Curve, ...], path: str, title: str) -> None:
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
+    import os
+    import tempfile
+
+    # The whole file or nothing: draw into a temp file beside it, then rename.
     try:
-        fig.savefig(path, dpi=110)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".occupancy-",
+                                   suffix=os.path.splitext(path)[1])
+        os.close(fd)
+    except OSError as exc:
+        plt.close(fig)
+        raise OccupancyError(f"-o {path}: cannot write there: {exc.strerror}") from None
+    try:
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, path)
     except (OSError, ValueError) as exc:
         raise OccupancyError(f"-o {path}: cannot write the chart: {exc}") from None
     finally:
         plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -13,7 +13,8 @@ import yaml
 
 from .device import Device, cc_row
 from .errors import ProfileError, UnknownComputeCapabilityError, UnknownDeviceError
-from .files import data_dir, read_yaml
+from .files import YamlDoc, data_dir, display, read_yaml
+from .safety import inert
 
 ENV_DIR = "OCCUPANCY_PROFILES"
 
@@ -59,10 +60,21 @@ SOURCED = ("limits", "sm_count", "boost_clock_mhz", "dram_bandwidth_gb_s", "fp32
 _NON_NEGATIVE = {"reserved_shared_memory_per_block_bytes", "l2_cache_bytes"}
 
 
-def _line_of(text: str, key: str) -> int | None:
-    """Line (1-based) where a top-level or nested key is written; yaml.safe_load keeps none."""
-    m = re.search(rf"^\s*{re.escape(key)}\s*:", text, re.MULTILINE)
-    return text.count("\n", 0, m.start()) + 1 if m else None
+# Upper bounds a real GPU stays far below: a profile beyond them is a typo or an attack,
+# and every sweep and search is sized by these numbers.
+_PLAUSIBLE: dict[str, int | float] = {
+    "warp_size": 64, "max_threads_per_block": 65_536, "max_threads_per_sm": 65_536,
+    "max_blocks_per_sm": 1_024, "registers_per_sm": 1 << 24, "registers_per_block": 1 << 24,
+    "max_registers_per_thread": 1_024, "register_allocation_unit": 1 << 16,
+    "warp_allocation_granularity": 64, "sub_partitions": 64, "register_check_sub_partitions": 64,
+    "shared_memory_per_sm_bytes": 16 << 20, "shared_memory_per_block_bytes": 16 << 20,
+    "shared_memory_per_block_optin_bytes": 16 << 20,
+    "reserved_shared_memory_per_block_bytes": 1 << 20,
+    "shared_memory_allocation_unit_bytes": 1 << 20, "block_barriers_per_sm": 1 << 16,
+    "sm_count": 100_000, "boost_clock_mhz": 100_000.0, "dram_bandwidth_gb_s": 1e6,
+    "fp32_gflops": 1e8, "l2_cache_bytes": 1 << 34, "shared_memory_banks": 64,
+    "shared_memory_bank_width_bytes": 64,
+}
 
 
 def _type_ok(value: Any, kind: Any) -> bool:
@@ -75,11 +87,12 @@ def _type_ok(value: Any, kind: Any) -> bool:
     return isinstance(value, kind)
 
 
-def device_from_mapping(data: Any, path: str, text: str = "") -> Device:
+def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Device:
     """Validate a parsed profile and build the Device; errors name file, line, key and fix."""
+    import math
 
     def fail(message: str, key: str | None = None) -> ProfileError:
-        return ProfileError(message, path, _line_of(text, key) if key else None)
+        return ProfileError(message, path, doc.line(key) if key and doc else None)
 
     if not isinstance(data, dict):
         raise ProfileError("a profile must be a mapping of keys to values (see README, "
@@ -90,7 +103,7 @@ def device_from_mapping(data: Any, path: str, text: str = "") -> Device:
 
             near = difflib.get_close_matches(str(key), SCHEMA, n=1)
             hint = f"; did you mean '{near[0]}'?" if near else "; see README, 'Device profiles'"
-            raise fail(f"unknown key '{key}'{hint}", str(key))
+            raise fail(f"unknown key '{inert(str(key))}'{hint}", str(key))
     for key, (kind, required, what) in SCHEMA.items():
         if key not in data or data[key] is None:
             if required:
@@ -98,9 +111,18 @@ def device_from_mapping(data: Any, path: str, text: str = "") -> Device:
             continue
         value = data[key]
         if not _type_ok(value, kind):
-            raise fail(f"{key} must be {what}, got {value!r}", key)
-        if kind in (_INT, _FLOAT) and (value < 0 or (value == 0 and key not in _NON_NEGATIVE)):
-            raise fail(f"{key} must be {what}, got {value!r}", key)
+            raise fail(f"{key} must be {what}, got {inert(repr(value)[:40])}", key)
+        if kind in (_INT, _FLOAT):
+            if isinstance(value, float) and not math.isfinite(value):
+                raise fail(f"{key} must be a finite number, got {value!r}", key)
+            if value < 0 or (value == 0 and key not in _NON_NEGATIVE):
+                raise fail(f"{key} must be {what}, got {value!r}", key)
+            top = _PLAUSIBLE.get(key)
+            if top is not None and value > top:
+                raise fail(f"{key} = {value:,} is beyond any real GPU (at most {top:,}): fix "
+                           "the profile", key)
+        if kind in (list, dict, _STR) and len(value) > 256:
+            raise fail(f"{key} is too long ({len(value)} items or characters, at most 256)", key)
     cc = data["compute_capability"]
     if not re.fullmatch(r"\d+\.\d+", cc):
         raise fail(f'compute_capability must be "major.minor", got {cc!r}', "compute_capability")
@@ -149,7 +171,7 @@ def device_from_mapping(data: Any, path: str, text: str = "") -> Device:
     values: dict[str, Any] = {k: d.get(k) for k in SCHEMA}
     values["aliases"] = tuple(a.lower() for a in aliases)
     values["shared_memory_carveout_bytes"] = tuple(sizes)
-    values["sources"] = {str(k): str(v) for k, v in d["sources"].items()}
+    values["sources"] = {str(k): str(v)[:1000] for k, v in d["sources"].items()}
     for k in ("boost_clock_mhz", "dram_bandwidth_gb_s", "fp32_gflops"):
         values[k] = float(values[k])
     return Device(**values, path=path)
@@ -157,9 +179,10 @@ def device_from_mapping(data: Any, path: str, text: str = "") -> Device:
 
 def load_profile(path: str | os.PathLike[str]) -> Device:
     """Read and validate one YAML profile."""
-    data, text = read_yaml(path, ProfileError,
-                           "give a profile path or a device name (occupancy devices lists them)")
-    return device_from_mapping(data, str(path), text)
+    doc = read_yaml(path, ProfileError,
+                    "give a profile path or a device name (occupancy devices lists them)",
+                    what="profile")
+    return device_from_mapping(doc.data, display(path), doc)
 
 
 def shipped_dir() -> Path:
@@ -179,7 +202,18 @@ def _profile_files() -> Iterator[Path]:
     yield from sorted(shipped_dir().glob("*.yaml"))
     for d in user_dirs():
         if d.is_dir():
-            yield from sorted(d.glob("*.yaml"))
+            for f in sorted(d.glob("*.yaml")):
+                if f.is_file():
+                    yield f
+                else:  # a dangling link or a folder named *.yaml: skip it, say so once
+                    _warn(f"skipping {display(f)}: not a readable profile file")
+
+
+@cache
+def _warn(message: str) -> None:
+    import sys
+
+    print(f"warning: {message}", file=sys.stderr)
 
 
 @cache

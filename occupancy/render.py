@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -11,6 +12,9 @@ from rich.text import Text
 
 from .device import Device
 from .solver import LIMIT_NAMES, AvailableSmem, BestBlockSize, Cliff, OccupancyResult
+
+if TYPE_CHECKING:
+    from .check import Verdict
 
 _LABEL = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory",
           "blocks": "blocks", "barriers": "barriers"}
@@ -205,22 +209,34 @@ def device_view(dev: Device) -> RenderableType:
     return Group(t, src, Text(""), where)
 
 
-def check_table(manifest: str, verdicts: list) -> RenderableType:  # type: ignore[type-arg]
-    t = Table(box=box.SIMPLE_HEAD, title=f"occupancy check {manifest}", title_justify="left",
+def check_table(manifest: str, verdicts: Sequence[Verdict]) -> RenderableType:
+    from .safety import inert
+
+    t = Table(box=box.SIMPLE_HEAD, title=f"occupancy check {inert(manifest)}", title_justify="left",
               title_style="bold", pad_edge=False)
-    t.add_column("kernel")
-    t.add_column("device")
-    t.add_column("blocks", justify="right")
-    t.add_column("occ.", justify="right")
-    t.add_column("verdict")
+    for col, just in (("kernel", "left"), ("device", "left"), ("regs", "right"),
+                      ("smem B", "right"), ("blocks", "right"), ("occ.", "right"),
+                      ("verdict", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
     for v in verdicts:
-        t.add_row(v.kernel, v.device, str(v.active_blocks_per_sm), _pct(v.occupancy),
-                  "ok" if v.ok else "FAIL")
-    passed = sum(v.ok for v in verdicts)
+        r = v.result
+        t.add_row(inert(v.kernel), inert(v.device),
+                  "-" if v.registers_per_thread is None else str(v.registers_per_thread),
+                  "-" if r is None else f"{r.static_shared_memory + r.dynamic_shared_memory:,}",
+                  "-" if r is None else str(v.active_blocks_per_sm),
+                  "-" if r is None else _pct(v.occupancy),
+                  {"pass": "ok", "fail": "FAIL", "error": "ERROR"}[v.status])
+    passed = sum(v.status == "pass" for v in verdicts)
+    errors = sum(v.status == "error" for v in verdicts)
     parts: list[RenderableType] = [t]
-    parts += [Text(f"{manifest}:{v.line}: {v.kernel} on {v.device}: {p}")
+    parts += [Text(inert(f"{manifest}:{v.line}: {v.kernel} on {v.device}: {p}"))
               for v in verdicts for p in v.problems]
-    parts.append(Text(f"{passed} passed, {len(verdicts) - passed} failed"))
+    sources = sorted({v.registers_source for v in verdicts if v.resources is not None
+                      and v.registers_source != "manifest"})
+    if sources:
+        parts.append(Text("resources from: " + inert(", ".join(sources))))
+    parts.append(Text(f"{passed} passed, {len(verdicts) - passed - errors} failed"
+                      + (f", {errors} errors" if errors else "")))
     return Group(*parts)
 
 

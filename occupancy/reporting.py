@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from html import escape
-from pathlib import Path
 from typing import Any
 
 from . import __version__
@@ -17,6 +16,7 @@ from .charts import svg_chart
 from .check import Verdict
 from .device import Device
 from .errors import OccupancyError
+from .safety import inert, md, slug
 from .solver import LIMIT_NAMES, OccupancyResult
 from .sweeps import Config, Curve, sweeps
 
@@ -46,19 +46,66 @@ class Report:
     notes: tuple[str, ...] = field(default=())
 
 
-def load_measured(path: str) -> dict[str, Any]:
-    """A `measure --json` / `-o` record."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise OccupancyError(f"--measured {path}: no such file (write one with "
-                             "occupancy measure -o FILE)") from None
-    except (OSError, ValueError) as exc:
-        raise OccupancyError(f"--measured {path}: not a measure record: {exc}") from None
-    if not isinstance(data, dict) or "results" not in data or "ceilings" not in data:
-        raise OccupancyError(f"--measured {path}: not a measure record (no 'results' and "
-                             "'ceilings'); write one with occupancy measure -o FILE")
+_NUM = (int, float)
+_RECORD_TOP: dict[str, tuple[type, ...]] = {
+    "device": (str,), "date": (str,), "driver_version": (str, int), "cupy_version": (str,),
+    "ceilings": (dict,), "results": (list,)}
+_RECORD_CEILINGS = {"copy_gb_s": _NUM, "sgemm_tflops": _NUM}
+_RECORD_RESULT: dict[str, tuple[type, ...]] = {
+    "kernel": (str,), "label": (str,), "verified": (bool,), "occupancy_match": (bool,),
+    "predicted_active_blocks_per_sm": (int,), "driver_active_blocks_per_sm": (int,),
+    "predicted_ms": (*_NUM, type(None)), "measured": (dict,), "error": (*_NUM, type(None)),
+    "percent_of_ceiling": _NUM}
+
+
+def _check_record(data: object, where: str) -> dict[str, Any]:
+    """A measure record as written by a stranger: every key the report reads, with its type."""
+    import math
+
+    def need(obj: object, key: str, types: tuple[type, ...], path: str) -> object:
+        if not isinstance(obj, dict) or key not in obj:
+            raise OccupancyError(f"{where}: not a measure record: '{path}{key}' is missing; "
+                                 "write one with occupancy measure -o FILE")
+        v = obj[key]
+        ok = isinstance(v, types) and not (isinstance(v, bool) and bool not in types)
+        if ok and isinstance(v, float) and not math.isfinite(v):
+            ok = False
+        if not ok:
+            raise OccupancyError(f"{where}: '{path}{key}' has the wrong type "
+                                 f"({type(v).__name__}); write the record with occupancy measure -o")
+        return v
+
+    for k, t in _RECORD_TOP.items():
+        need(data, k, t, "")
+    assert isinstance(data, dict)
+    for k, t in _RECORD_CEILINGS.items():
+        need(data["ceilings"], k, t, "ceilings.")
+    if len(data["results"]) > 10_000:
+        raise OccupancyError(f"{where}: more than 10,000 results: not a measure record")
+    for i, r in enumerate(data["results"]):
+        for k, t in _RECORD_RESULT.items():
+            need(r, k, t, f"results[{i}].")
+        need(r["measured"], "median_ms", _NUM, f"results[{i}].measured.")
+        need(r, "tflops" if "tflops" in r else "gb_s", _NUM, f"results[{i}].")
     return data
+
+
+def load_measured(path: str) -> dict[str, Any]:
+    """A `measure --json` / `-o` record, validated key by key."""
+    from .files import LOG_CAP, read_text
+
+    text = read_text(path, _RecordError, LOG_CAP, "write one with occupancy measure -o FILE",
+                     "measure record")
+    try:
+        data = json.loads(text, parse_constant=lambda c: float("nan"))
+    except (ValueError, RecursionError) as exc:
+        raise OccupancyError(f"--measured {inert(path)}: not JSON: {exc}") from None
+    return _check_record(data, f"--measured {inert(path)}")
+
+
+class _RecordError(OccupancyError):
+    def __init__(self, message: str, path: str, line: int | None = None) -> None:
+        super().__init__(f"--measured {path}: {message}")
 
 
 def _pct(x: float) -> str:
@@ -104,8 +151,9 @@ def _tile_rows(t: TileReport) -> list[list[str]]:
 
 
 def _check_rows(rep: Report) -> list[list[str]]:
-    return [[v.kernel, v.device, "ok" if v.ok else "FAIL", str(v.active_blocks_per_sm),
-             _pct(v.occupancy), "; ".join(v.problems)] for v in rep.verdicts]
+    return [[v.kernel, v.device, {"pass": "ok", "fail": "FAIL", "error": "ERROR"}[v.status],
+             str(v.active_blocks_per_sm) if v.result else "-",
+             _pct(v.occupancy) if v.result else "-", "; ".join(v.problems)] for v in rep.verdicts]
 
 
 def _measure_rows(m: dict[str, Any]) -> list[list[str]]:
@@ -150,7 +198,7 @@ def _launch_line(rep: Report) -> str:
 
 def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
     def cell(x: str) -> str:
-        return x.replace("|", "\\|").replace("\n", " ")
+        return md(x)
 
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
@@ -160,38 +208,39 @@ def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
 def to_markdown(rep: Report, chart_dir: str | None = None) -> tuple[str, dict[str, str]]:
     """The Markdown text and the chart files it links ({relative path: SVG text})."""
     files: dict[str, str] = {}
-    md = [f"# {rep.title}", "", f"Launch: {_launch_line(rep)}. occupancy {__version__}.", ""]
-    md += ["## Devices", ""] + _md_table(_DEVICE_HEAD, _device_rows(rep))
+    out = [f"# {md(rep.title)}", "", f"Launch: {_launch_line(rep)}. occupancy {__version__}.", ""]
+    out += ["## Devices", ""] + _md_table(_DEVICE_HEAD, _device_rows(rep))
     for s in rep.devices:
-        md += [f"### {s.device.name}", ""]
-        md += _md_table(["resource", "blocks per SM", ""], _limits_rows(s.result))
+        out += [f"### {md(s.device.name)}", ""]
+        out += _md_table(["resource", "blocks per SM", ""], _limits_rows(s.result))
         if chart_dir is not None:
             links = []
             for c in s.curves:
-                rel = f"{chart_dir}/{s.device.key}-{c.name}.svg"
+                rel = f"{chart_dir}/{slug(s.device.key)}-{c.name}.svg"
                 files[rel] = svg_chart(c, f"{s.device.key}: {_TITLES[c.name]}")
-                links.append(f"![{_TITLES[c.name]} on {s.device.name}]({rel})")
-            md += [" ".join(links), ""]
+                links.append(f"![{_TITLES[c.name]} on {md(s.device.name)}]({rel})")
+            out += [" ".join(links), ""]
     for t in rep.tiles:
-        md += [f"## Tile sizes: {t.kernel}, n = {t.n:,}, on {t.device.name}", ""]
-        md += _md_table(_TILE_HEAD, _tile_rows(t))
+        out += [f"## Tile sizes: {t.kernel}, n = {t.n:,}, on {md(t.device.name)}", ""]
+        out += _md_table(_TILE_HEAD, _tile_rows(t))
         if t.recommended:
-            md += [f"**Recommended: {t.recommended.candidate.label}**", ""]
-        md += [f"- {r}" for r in t.reasons] + [""]
+            out += [f"**Recommended: {md(t.recommended.candidate.label)}**", ""]
+        out += [f"- {md(r)}" for r in t.reasons] + [""]
     if rep.check_manifest is not None:
         passed = sum(v.ok for v in rep.verdicts)
-        md += [f"## Launch check: {rep.check_manifest}", "",
+        out += [f"## Launch check: {md(rep.check_manifest)}", "",
                f"{passed} passed, {len(rep.verdicts) - passed} failed.", ""]
-        md += _md_table(_CHECK_HEAD, _check_rows(rep))
+        out += _md_table(_CHECK_HEAD, _check_rows(rep))
     if rep.measured is not None:
         m = rep.measured
         ceil = m["ceilings"]
-        md += [f"## Predicted against measured: {m['device']}", "",
-               f"From `{rep.measured_path}` ({m['date']}, driver {m['driver_version']}, "
-               f"CuPy {m['cupy_version']}). Ceilings: device copy {ceil['copy_gb_s']:,.0f} GB/s, "
+        out += [f"## Predicted against measured: {md(m['device'])}", "",
+               f"From {md(str(rep.measured_path))} ({md(m['date'])}, driver "
+               f"{md(str(m['driver_version']))}, CuPy {md(m['cupy_version'])}). Ceilings: device "
+               f"copy {ceil['copy_gb_s']:,.0f} GB/s, "
                f"cuBLAS SGEMM {ceil['sgemm_tflops']:.1f} TFLOP/s.", ""]
-        md += _md_table(_MEASURE_HEAD, _measure_rows(m))
-    return "\n".join(md).rstrip() + "\n", files
+        out += _md_table(_MEASURE_HEAD, _measure_rows(m))
+    return "\n".join(out).rstrip() + "\n", files
 
 
 # --- HTML -------------------------------------------------------------------------------

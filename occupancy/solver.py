@@ -13,6 +13,8 @@ from typing import NamedTuple
 from .device import Device
 from .errors import OccupancyError
 
+INT32_MAX = 2**31 - 1  # CUDA's launch sizes are 32-bit ints
+
 LIMIT_NAMES = ("warps", "registers", "shared_memory", "blocks", "barriers")
 
 
@@ -109,9 +111,12 @@ def _regs_per_warp_limit(dev: Device, regs: int, warps: int, sub_partitions: int
 
 def _register_block_problem(dev: Device, regs: int, threads: int, needed: int) -> str:
     """'1 block of 1024 threads needs 73,728 registers; ...: use <= 64 registers or 512 threads'."""
-    fit_regs = next((r for r in range(regs - 1, 0, -1)
-                     if _fits_block_regs(dev, r, threads)), 0)
-    fit_threads = next((t for t in range(threads - dev.warp_size, 0, -dev.warp_size)
+    # Bounded by the device's own limits, never by the input: a block of 10^18 threads is
+    # answered at once.
+    fit_regs = next((r for r in range(min(regs - 1, dev.max_registers_per_thread), 0, -1)
+                     if _fits_block_regs(dev, r, threads)), 0) if threads <= dev.max_threads_per_block else 0
+    top = min(threads - dev.warp_size, dev.max_threads_per_block)
+    fit_threads = next((t for t in range(top - top % dev.warp_size, 0, -dev.warp_size)
                         if _fits_block_regs(dev, regs, t)), 0)
     fixes = []
     if fit_regs:
@@ -196,6 +201,16 @@ def blocks_by_shared_memory(dev: Device, static: int, dynamic: int, carveout: in
     fits = allocated <= (optin_cap if opt_in else default_cap)
     requires_opt_in = fits and not fits_default
     asked = static + dynamic
+    if static > dev.shared_memory_per_block_bytes:
+        # ptxas refuses a kernel whose static __shared__ arrays exceed the default per-block
+        # limit (48 KB): only dynamic shared memory can go above it, after opting in.
+        problem = (f"{static:,} B of static shared memory exceeds the "
+                   f"{dev.shared_memory_per_block_bytes:,} B that static __shared__ arrays may "
+                   "use per block (ptxas refuses it): move the "
+                   "array to dynamic shared memory (extern __shared__, the launch's third "
+                   "argument) and opt in with cudaFuncSetAttribute(kernel, "
+                   "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)")
+        return _SmemLimit(0, allocated, carveout_capacity(dev, carveout), False, problem, None)
     if not fits:
         if not opt_in and allocated <= optin_cap:
             fix = (f"opt in with cudaFuncSetAttribute(kernel, "
@@ -244,6 +259,12 @@ def _check_inputs(dev: Device, threads: int, regs: int, static: int, dynamic: in
                   carveout: int | None, launch_bound: int | None, barriers: int) -> None:
     if not isinstance(threads, int) or threads <= 0:
         raise OccupancyError(f"threads per block must be a positive integer, got {threads!r}")
+    for what, value in (("threads per block", threads), ("registers per thread", regs),
+                        ("static shared memory", static), ("dynamic shared memory", dynamic),
+                        ("the launch bound", launch_bound or 0), ("block barriers", barriers)):
+        if value > INT32_MAX:
+            raise OccupancyError(f"{what}: {value} is over {INT32_MAX:,}, more than CUDA's "
+                                 "own 32-bit sizes hold")
     if regs < 0:
         raise OccupancyError(f"registers per thread must be >= 0, got {regs}")
     if static < 0 or dynamic < 0:

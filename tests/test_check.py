@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from occupancy import load_device
 from occupancy.check import ManifestError, Verdict, evaluate, load_manifest
 from occupancy.cli import main
-from occupancy.resources import resolve_for_check, resources_from_binary
+from occupancy.toolchain import CheckResolver
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -204,16 +204,53 @@ BAD = [
 ]
 
 
+# Whole-file problems stop the run; a problem of one entry or device is an error verdict.
+WHOLE_FILE = {"line 1: 'kernels:' must be a non-empty list",
+              "line 2: unknown key 'kernel'; did you mean 'kernels'?",
+              "line 2: min_occupancy must be a fraction 0-1", "YAML syntax error"}
+
+
 @pytest.mark.parametrize(("text", "message"), BAD, ids=[m for _, m in BAD])
 def test_bad_manifests(tmp_path: Path, text: str, message: str) -> None:
     p = tmp_path / "m.yaml"
     p.write_text(text)
-    with pytest.raises(ManifestError) as info:
-        load_manifest(p)
-    assert message in str(info.value), str(info.value)
     r = run_check(str(p))
-    assert r.exit_code == 2 and r.stdout == ""  # type: ignore[attr-defined]
-    assert r.stderr.startswith("Error: ") and len(r.stderr.strip().splitlines()) == 1  # type: ignore[attr-defined]
+    assert r.exit_code == 2  # type: ignore[attr-defined]
+    if message in WHOLE_FILE:
+        with pytest.raises(ManifestError) as info:
+            load_manifest(p)
+        assert message in str(info.value), str(info.value)
+        assert r.stdout == ""  # type: ignore[attr-defined]
+        assert r.stderr.startswith("Error: ") and len(r.stderr.strip().splitlines()) == 1  # type: ignore[attr-defined]
+        return
+    verdicts = evaluate(load_manifest(p), CheckResolver())
+    assert [v.status for v in verdicts] == ["error"], verdicts
+    line, _, rest = message.partition(": ")
+    if line.startswith("line "):
+        assert verdicts[0].line == int(line[5:])
+        message = rest
+    assert message in verdicts[0].problems[0], verdicts[0].problems
+    assert "ERROR" in r.stdout and message in " ".join(r.stdout.split())  # type: ignore[attr-defined]
+
+
+def test_one_bad_entry_keeps_the_others(tmp_path: Path) -> None:
+    p = tmp_path / "m.yaml"
+    p.write_text("devices: [v100, nosuchgpu]\nkernels:\n  - name: good\n    block: 256\n"
+                 "    registers: 32\n  - name: bad\n    block: 0\n    registers: 1\n"
+                 "  - name: low\n    block: 32\n    registers: 32\n    min_occupancy: 0.9\n")
+    verdicts = evaluate(load_manifest(p), CheckResolver())
+    got = [(v.kernel, v.device, v.status) for v in verdicts]
+    assert got == [("good", "v100", "pass"), ("good", "nosuchgpu", "error"),
+                   ("bad", "v100", "error"), ("bad", "nosuchgpu", "error"),
+                   ("low", "v100", "fail"), ("low", "nosuchgpu", "error")]
+    assert verdicts[2].line == 7 and "unknown device 'nosuchgpu'" in verdicts[1].problems[0]
+    for fmt in ("json", "junit", "github", "sarif"):
+        r = run_check(str(p), "--format", fmt)
+        assert r.exit_code == 2, fmt  # type: ignore[attr-defined]
+    data = json.loads(run_check(str(p), "--format", "json").stdout)  # type: ignore[attr-defined]
+    assert (data["passed"], data["failed"], data["errors"]) == (1, 1, 4)
+    gh = run_check(str(p), "--format", "github").stdout  # type: ignore[attr-defined]
+    assert "::error file=" in gh and "line=7," in gh
 
 
 def test_source_entries_compile_for_each_architecture(tmp_path: Path) -> None:
@@ -221,10 +258,10 @@ def test_source_entries_compile_for_each_architecture(tmp_path: Path) -> None:
     src = ROOT / "kernels" / "transpose.cu"
     p.write_text(f"devices: [gtx1080, h100, k20c]\nkernels:\n  - name: transpose_padded\n"
                  f"    source: {src}\n    defines: {{TILE: 32}}\n    block: [32, 8]\n")
-    v = {x.device: x for x in evaluate(load_manifest(p), resolve_for_check)}
-    assert v["gtx1080"].registers_source == "ptxas 12.9 sm_61"
-    assert v["h100"].registers_source.endswith("sm_90") and v["h100"].registers_source.startswith("ptxas 13")
-    assert v["k20c"].registers_source.startswith("estimate (ptxas 12.9 sm_50")
+    v = {x.device: x for x in evaluate(load_manifest(p), CheckResolver())}
+    assert v["gtx1080"].registers_source == "nvrtc 12.9 sm_61"
+    assert v["h100"].registers_source.endswith("sm_90") and v["h100"].registers_source.startswith("nvcc 13")
+    assert v["k20c"].registers_source.startswith("estimate (nvrtc 12.9 sm_50")
     assert all(x.ok and x.result.static_shared_memory == 32 * 33 * 4 for x in v.values())
 
 
@@ -238,28 +275,31 @@ def test_ptxas_log_entries(tmp_path: Path) -> None:
     p = tmp_path / "m.yaml"
     p.write_text("devices: [a100]\nkernels:\n  - name: saxpy\n    ptxas_log: build.log\n"
                  "    block: 256\n    no_spills: true\n")
-    (v,) = evaluate(load_manifest(p), resolve_for_check)
+    (v,) = evaluate(load_manifest(p), CheckResolver())
     assert v.registers_per_thread == 40 and v.result.static_shared_memory == 4096
     assert not v.ok and "spills 8 B stored" in v.problems[0]
 
 
 def test_cubin_shared_size_and_the_reserved_kb(tmp_path: Path) -> None:
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    if not Path(nvcc).exists():
+    from occupancy.toolchain import nvcc_path, read_binary, resources_for_device
+
+    nvcc = nvcc_path()
+    if nvcc is None:
         pytest.skip("nvcc not found")
     src = ROOT / "kernels" / "transpose.cu"
     for arch, dev in (("sm_90", "h100"), ("sm_86", "rtx3090")):
         out = tmp_path / f"t_{arch}.cubin"
         subprocess.run([nvcc, f"-arch={arch}", "-cubin", "-o", str(out), str(src)], check=True)
-        res = resources_from_binary(out, load_device(dev))["transpose_padded"]
-        # cuobjdump says 5,248 B on sm_90 (the reserved 1 KB included) and 4,224 B on sm_86.
+        img = read_binary(str(out), out.name, out.read_bytes())
+        res = resources_for_device(img, load_device(dev), out.name)["transpose_padded"]
+        # The cubin holds 5,248 B on sm_90 (the reserved 1 KB included) and 4,224 B on sm_86.
         assert res.static_shared_memory == 32 * 33 * 4, (arch, res)
 
 
 def test_project_manifest_passes() -> None:
     m = load_manifest(ROOT / "kernels" / "launches.yaml")
     assert len({d for k in m.kernels for d in k.devices}) == 15
-    verdicts = evaluate(m, resolve_for_check)
+    verdicts = evaluate(m, CheckResolver())
     assert all(v.ok for v in verdicts), [(v.kernel, v.device, v.problems) for v in verdicts if not v.ok]
 
 

@@ -113,7 +113,7 @@ BAD_INPUTS = [
     (["calc", "-d", "v100", "-t", "0"], "'0' is not a block shape"),
     (["calc", "-d", "v100", "-t", "16y16"], "not a block shape"),
     (["calc", "-d", "v100", "-t", "²"], "not a block shape"),  # found by the fuzz test
-    (["calc", "-d", "/\x00", "-t", "256"], "cannot read: embedded null byte"),  # and this
+    (["calc", "-d", "/\x00", "-t", "256"], "cannot read the profile: embedded null byte"),  # and this
     (["check", "a\x00b.yaml"], "a file name contains a NUL byte"),
     (["plot", "-d", "t4", "-o", "/tmp/a\x00.svg"], "a file name contains a NUL byte"),
     (["calc", "-d", "v100", "-t", "256", "--smem", "8Q"], "'8Q' is not a size"),
@@ -167,14 +167,14 @@ def test_every_command_has_help(path: list[str]) -> None:
 
 
 def test_detect_refuses_to_overwrite(tmp_path: Path) -> None:
-    from occupancy.cli import InputError, write_atomically
+    from occupancy.cli import InputError, write_output
 
     target = tmp_path / "x.yaml"
     target.write_text("keep me")
     with pytest.raises(InputError, match="exists"):
-        write_atomically(str(target), "new", force=False)
+        write_output(str(target), "new", force=False)
     assert target.read_text() == "keep me"
-    write_atomically(str(target), "new", force=True)
+    write_output(str(target), "new", force=True)
     assert target.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["x.yaml"]
 

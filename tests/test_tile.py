@@ -30,7 +30,7 @@ def test_seed_gtx1080_tiled_matmul_table() -> None:
             (threads, smem, blocks)
         assert c["block"] == [t, t] and c["occupancy"] == 1.0
         assert c["active_blocks_per_sm"] * c["static_shared_memory"] == 16 * 1024
-        assert c["registers_source"] == "ptxas 12.9 sm_61"  # the real compiler, not an estimate
+        assert c["registers_source"] == "nvrtc 12.9 sm_61"  # the real compiler, not an estimate
         assert c["global_loads"] == 2 * n ** 3 / t
         assert c["bank_conflict_ways"] == 1
     naive = next(c for c in data["candidates"] if c["variant"] == "naive")
@@ -39,7 +39,7 @@ def test_seed_gtx1080_tiled_matmul_table() -> None:
         c["predicted_ms"] for c in data["candidates"] if c["predicted_ms"] is not None)
     assert data["reasons"] and "predicted" in data["reasons"][0]
     text = run("tile", "matmul", "-d", "gtx1080", "-n", "4096")
-    assert "Recommended:" in text.stdout and "ptxas 12.9 sm_61" in text.stdout  # type: ignore[attr-defined]
+    assert "Recommended:" in text.stdout and "nvrtc 12.9 sm_61" in text.stdout  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("dev", [d.key for d in all_devices()])
@@ -49,7 +49,7 @@ def test_every_profile_without_a_gpu(dev: str, kernel: str) -> None:
     data = report_dict(report)
     assert data["recommended"] is not None
     for c in data["candidates"]:
-        assert c["registers_source"].startswith(("ptxas", "estimate"))
+        assert c["registers_source"].startswith(("nvcc", "nvrtc", "estimate"))
         if c["launchable"]:
             assert c["predicted_ms"] > 0
         else:
@@ -57,9 +57,9 @@ def test_every_profile_without_a_gpu(dev: str, kernel: str) -> None:
 
 
 def test_estimates_are_marked_without_a_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
-    import occupancy.resources as res
+    import occupancy.toolchain as tc
 
-    monkeypatch.setattr(res, "compiler_for", lambda arch: None)
+    monkeypatch.setattr(tc, "compiler_for", lambda arch: None)
     report = analyze(load_device("v100"), "matmul", 2048)
     assert all(a.resources.estimated for a in report.analyses)
     assert any("pip install 'occupancy[compiler]'" in n for n in report.notes)

@@ -1,0 +1,218 @@
+"""Pure readers of compiled CUDA: cubin ELF attributes, PTX entry directives, fatbin sniffing.
+
+A cubin keeps what the driver reads at launch in `.nv.info` sections (EIATTR records):
+registers, stack frame, barriers and the launch bound (`__launch_bounds__` becomes
+EIATTR_MAX_THREADS). Static shared memory is the size of `.nv.shared.<kernel>`; on sm_90
+and newer that size already includes the 1 KB the driver reserves per block.
+Standard library only; every offset read from a file is bounds-checked (the file may be
+hostile), and a malformed file is an OccupancyError, never a crash.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+
+from .errors import OccupancyError
+
+ELF_MAGIC = b"\x7fELF"
+FATBIN_MAGIC = struct.pack("<I", 0xBA55ED50)
+
+# EIATTR codes, as cuobjdump -elf names them (checked against nvcc 13 cubins).
+EIATTR_MAX_THREADS = 0x05
+EIATTR_FRAME_SIZE = 0x11
+EIATTR_MIN_STACK_SIZE = 0x12
+EIATTR_REQNTID = 0x10
+EIATTR_MAXREG_COUNT = 0x1B
+EIATTR_REGCOUNT = 0x2F
+EIATTR_NUM_BARRIERS = 0x4C
+EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
+
+_SHT_SYMTAB, _SHT_NOBITS = 2, 8
+
+
+@dataclass(frozen=True)
+class CubinKernel:
+    """One kernel's attributes as the cubin records them."""
+
+    name: str  # mangled
+    registers: int
+    stack_frame_bytes: int
+    shared_bytes: int  # .nv.shared.<name> size as stored (sm_90+: includes the reserved 1 KB)
+    barriers: int
+    max_threads: int | None  # __launch_bounds__ max threads (x*y*z), None if unbounded
+
+
+@dataclass(frozen=True)
+class Cubin:
+    arch: str  # "sm_80"
+    kernels: dict[str, CubinKernel]
+
+
+def _u(fmt: str, data: bytes, off: int) -> tuple[int, ...]:
+    if off < 0 or off + struct.calcsize(fmt) > len(data):
+        raise OccupancyError("truncated ELF")
+    return struct.unpack_from(fmt, data, off)
+
+
+def cubin_arch(data: bytes) -> str:
+    """sm_XX from a CUDA ELF header's e_flags (layout differs before and after ABI 8)."""
+    flags = _u("<I", data, 0x30)[0]
+    abi = data[8] if len(data) > 8 else 0
+    sm = (flags >> 8) & 0xFF if abi >= 8 else flags & 0xFF
+    if not 10 <= sm <= 255:
+        raise OccupancyError(f"unrecognised CUDA ELF (e_flags {flags:#x})")
+    return f"sm_{sm}"
+
+
+def _records(blob: bytes) -> list[tuple[int, bytes]]:
+    """(attribute, value bytes) of an .nv.info section."""
+    out, i = [], 0
+    while i + 4 <= len(blob):
+        fmt, attr = blob[i], blob[i + 1]
+        if fmt == EIFMT_SVAL:
+            size = struct.unpack_from("<H", blob, i + 2)[0]
+            out.append((attr, blob[i + 4:i + 4 + size]))
+            i += 4 + size
+        elif fmt in (EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL):
+            out.append((attr, blob[i + 2:i + 4]))
+            i += 4
+        else:
+            break  # unknown format: stop rather than misread
+    return out
+
+
+def parse_cubin(data: bytes) -> Cubin:
+    """Every kernel of a cubin (ELF64, little-endian) with its resources."""
+    if data[:4] != ELF_MAGIC or len(data) < 64 or data[4] != 2 or data[5] != 1:
+        raise OccupancyError("not a 64-bit little-endian ELF (a cubin)")
+    arch = cubin_arch(data)
+    shoff = _u("<Q", data, 0x28)[0]
+    shentsize, shnum, shstrndx = _u("<HHH", data, 0x3A)
+    if shentsize < 64 or shnum > 65535 or shstrndx >= max(shnum, 1):
+        raise OccupancyError("malformed ELF section table")
+    sections = []
+    for i in range(shnum):
+        name, typ, _flags, _addr, off, size, link, info, _align, entsize = _u(
+            "<IIQQQQIIQQ", data, shoff + i * shentsize)
+        sections.append((name, typ, off, size, link, info, entsize))
+    str_off, str_size = sections[shstrndx][2], sections[shstrndx][3]
+
+    def section_name(off: int) -> str:
+        start = str_off + off
+        end = data.find(b"\0", start, str_off + str_size)
+        if start >= len(data) or end < 0:
+            raise OccupancyError("malformed ELF section names")
+        return data[start:end].decode("utf-8", errors="replace")
+
+    def body(sec: tuple[int, ...]) -> bytes:
+        _, typ, off, size = sec[0], sec[1], sec[2], sec[3]
+        if typ == _SHT_NOBITS:
+            return b""
+        if off + size > len(data):
+            raise OccupancyError("truncated ELF section")
+        return data[off:off + size]
+
+    named = [(section_name(s[0]), s) for s in sections]
+    # Symbol index -> name, for the per-function records in the global .nv.info.
+    symbols: dict[int, str] = {}
+    for _, sec in named:
+        if sec[1] == _SHT_SYMTAB and sec[6] >= 24:
+            strtab = sections[sec[4]] if sec[4] < len(sections) else None
+            if strtab is None:
+                continue
+            sym_str = body(strtab)
+            blob = body(sec)
+            for idx in range(len(blob) // 24):
+                st_name = struct.unpack_from("<I", blob, idx * 24)[0]
+                end = sym_str.find(b"\0", st_name)
+                if 0 <= st_name < len(sym_str) and end >= 0:
+                    symbols[idx] = sym_str[st_name:end].decode("utf-8", errors="replace")
+    regs: dict[str, int] = {}
+    frames: dict[str, int] = {}
+    per_fn: dict[str, list[tuple[int, bytes]]] = {}
+    shared: dict[str, int] = {}
+    for sec_name, sec in named:
+        if sec_name == ".nv.info":
+            for attr, val in _records(body(sec)):
+                if attr in (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE) and len(val) >= 8:
+                    sym, value = struct.unpack_from("<II", val)
+                    fn = symbols.get(sym)
+                    if fn is not None:
+                        (regs if attr == EIATTR_REGCOUNT else frames)[fn] = value
+        elif sec_name.startswith(".nv.info."):
+            per_fn[sec_name[len(".nv.info."):]] = _records(body(sec))
+        elif sec_name.startswith(".nv.shared.") and not sec_name.startswith(".nv.shared.reserved"):
+            shared[sec_name[len(".nv.shared."):]] = sec[3]
+    kernels: dict[str, CubinKernel] = {}
+    for fn, records in per_fn.items():
+        barriers, max_threads = 0, None
+        for attr, val in records:
+            if attr == EIATTR_NUM_BARRIERS and val:
+                barriers = val[0]
+            elif attr in (EIATTR_MAX_THREADS, EIATTR_REQNTID) and len(val) >= 12:
+                x, y, z = struct.unpack_from("<III", val)
+                threads = max(x, 1) * max(y, 1) * max(z, 1)
+                max_threads = threads if max_threads is None else min(max_threads, threads)
+        if fn not in regs:
+            continue  # a device function's info, not a kernel's
+        kernels[fn] = CubinKernel(fn, regs[fn], frames.get(fn, 0), shared.get(fn, 0), barriers,
+                                  max_threads)
+    return Cubin(arch, kernels)
+
+
+def static_shared_from_cubin(k: CubinKernel, arch: str, reserved: int) -> int:
+    """Static smem the kernel declares: sm_90+ cubins include the driver's reserved bytes."""
+    major = int(arch[3:]) // 10
+    return max(k.shared_bytes - reserved, 0) if major >= 9 and k.shared_bytes else k.shared_bytes
+
+
+# --- PTX -------------------------------------------------------------------------------------
+
+_PTX_ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(")
+_PTX_TARGET = re.compile(r"^\s*\.target\s+(sm_\d+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class PtxEntry:
+    name: str
+    max_threads: int | None  # .maxntid / .reqntid
+    min_blocks: int | None  # .minnctapersm
+
+
+def ptx_target(ptx: str) -> str | None:
+    m = _PTX_TARGET.search(ptx)
+    return m.group(1) if m else None
+
+
+def ptx_entries(ptx: str) -> dict[str, PtxEntry]:
+    """Every .entry with its performance directives, scanned linearly (no backtracking)."""
+    out: dict[str, PtxEntry] = {}
+    for m in _PTX_ENTRY.finditer(ptx):
+        # Directives sit between the parameter list's ')' and the body's '{'.
+        close = ptx.find(")", m.end())
+        brace = ptx.find("{", close) if close >= 0 else -1
+        head = ptx[close + 1:brace] if brace >= 0 else ""
+        threads = None
+        for d in re.finditer(r"\.(?:maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?",
+                             head):
+            t = int(d.group(1)) * int(d.group(2) or 1) * int(d.group(3) or 1)
+            threads = t if threads is None else min(threads, t)
+        mb = re.search(r"\.minnctapersm\s+(\d+)", head)
+        out[m.group(1)] = PtxEntry(m.group(1), threads, int(mb.group(1)) if mb else None)
+    return out
+
+
+def kind_of(data: bytes) -> str:
+    """'cubin', 'fatbin', 'host' (an executable or library that may embed fatbins), or 'ptx'."""
+    if data[:4] == ELF_MAGIC:
+        if len(data) > 7 and data[7] in (0x33, 0x41):  # CUDA's ELF OS/ABI bytes
+            return "cubin"
+        return "host"
+    if data[:4] == FATBIN_MAGIC:
+        return "fatbin"
+    head = data[:4096].decode("utf-8", errors="replace")
+    if ".version" in head and ".target" in head:
+        return "ptx"
+    return "unknown"
