@@ -341,6 +341,59 @@ def _check_inputs(m: Any) -> list[str]:
 
 
 @main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--arch", "archs", multiple=True, metavar="sm_XX",
+              help="Architecture to compile .cu files for, or to JIT a binary's PTX for "
+                   "(repeat; default sm_80, or those of --device).")
+@click.option("--device", "-d", "devices_", multiple=True, metavar="NAME|FILE",
+              help="Use these devices' architectures (repeat); --manifest lists them.")
+@click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="Include folder for .cu files.")
+@click.option("--flag", "flags", multiple=True, metavar="FLAG",
+              help="A compiler flag for .cu files (repeat), e.g. --flag=-std=c++17.")
+@click.option("--manifest", "as_manifest", is_flag=True,
+              help="Print a starter manifest for `occupancy check` with these kernels.")
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
+@translate_errors
+def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[str, ...],
+              include_dirs: tuple[str, ...], flags: tuple[str, ...], as_manifest: bool,
+              as_json: bool) -> None:
+    """Every kernel in a .cu, ptxas log, cubin, fatbin, executable or library, per arch.
+
+    Registers, static shared memory, stack, spills and launch bounds, with names demangled.
+    Example: occupancy resources kernels/matmul.cu --arch sm_61 --arch sm_90
+    """
+    import re
+
+    from .toolchain import arch_of, list_resources
+
+    devs = []
+    if devices_:
+        from .profiles import load_device
+
+        devs = [load_device(d) for d in devices_]
+    for a in archs:
+        if not re.fullmatch(r"sm_\d{2,3}a?", a):
+            raise InputError(f"--arch {a!r}: use sm_XX, e.g. sm_80")
+    wanted = list(dict.fromkeys([*archs, *[arch_of(d) for d in devs]])) or ["sm_80"]
+    listed = []
+    for f in files:
+        listed += list_resources(f, wanted, include_dirs=include_dirs, flags=list(flags))
+    if as_manifest:
+        from .render import starter_manifest
+
+        click.echo(starter_manifest(listed, [d.key for d in devs]), nl=False)
+        return
+    if as_json:
+        from .serialize import listed_dict
+
+        _emit_json([listed_dict(k) for k in listed])
+        return
+    from .render import resources_table
+
+    _console().print(resources_table(listed))
+
+
+@main.command()
 @click.argument("kernel", type=click.Choice(["matmul", "transpose"]))
 @device_option
 @click.option("-n", "size", type=click.IntRange(1, INT32_MAX), default=4096, show_default=True,

@@ -15,6 +15,7 @@ from .solver import LIMIT_NAMES, AvailableSmem, BestBlockSize, Cliff, OccupancyR
 
 if TYPE_CHECKING:
     from .check import Verdict
+    from .toolchain import ListedKernel
 
 _LABEL = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory",
           "blocks": "blocks", "barriers": "barriers"}
@@ -343,3 +344,47 @@ def plot_view(dev: Device, r: OccupancyResult, curves: tuple) -> RenderableType:
         parts += [Text(""), Text("\n".join(text_chart(c)))]
     parts += [Text(""), Text(LEGEND)]
     return Group(*parts)
+
+
+def resources_table(listed: Sequence[ListedKernel]) -> RenderableType:
+    from .names import qualified_name
+    from .safety import inert
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col, just in (("file", "left"), ("arch", "left"), ("kernel", "left"), ("regs", "right"),
+                      ("smem B", "right"), ("stack B", "right"), ("spills B", "right"),
+                      ("bound", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for k in listed:
+        r = k.resources
+        t.add_row(inert(k.file), k.arch, inert(qualified_name(r.demangled or r.function)),
+                  str(r.registers_per_thread),
+                  f"{r.static_shared_memory:,}", str(r.stack_frame_bytes),
+                  "?" if r.spills_unknown else str(r.spill_stores_bytes + r.spill_loads_bytes),
+                  "-" if r.max_threads_per_block is None else str(r.max_threads_per_block))
+    sources = sorted({k.resources.source for k in listed})
+    return Group(t, Text("from: " + inert(", ".join(sources))))
+
+
+def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str]) -> str:
+    """A manifest for `occupancy check` naming every kernel listed; the user sets the blocks."""
+    import json
+
+    from .names import qualified_name
+
+    seen: dict[tuple[str, str], None] = {}
+    for k in listed:
+        seen.setdefault((k.file, qualified_name(k.resources.demangled or k.resources.function)))
+    key = {".cu": "source", ".cuh": "source"}
+    lines = ["# Starter manifest from `occupancy resources --manifest`: set each kernel's block",
+             "# (threads per block at launch) and its dynamic shared memory, then run",
+             "#   occupancy check THIS_FILE",
+             f"devices: {json.dumps(list(devices) or ['a100', 'h100'])}",
+             "min_occupancy: 0.25", "kernels:"]
+    for file, fn in seen:
+        kind = next((v for s, v in key.items() if file.endswith(s)),
+                    "ptxas_log" if file.endswith((".log", ".txt")) else "cubin")
+        name = fn.split("::")[-1].split("<")[0] or "kernel"
+        lines += [f"  - name: {json.dumps(name)}", f"    {kind}: {json.dumps(file)}",
+                  f"    function: {json.dumps(fn)}", "    block: 256  # set: threads per block"]
+    return "\n".join(lines) + "\n"

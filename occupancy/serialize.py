@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .device import Device
 from .solver import LIMIT_NAMES, AvailableSmem, BestBlockSize, Cliff, OccupancyResult
+
+if TYPE_CHECKING:
+    from .resources import KernelResources
+    from .toolchain import ListedKernel
 
 
 def result_dict(dev: Device, r: OccupancyResult, block: tuple[int, ...] | None = None,
@@ -66,3 +70,26 @@ def best_dict(dev: Device, best: BestBlockSize, available: list[AvailableSmem]) 
             for a in available
         ],
     }
+
+
+def resources_dict(res: KernelResources) -> dict[str, Any]:
+    """A kernel's resources as every JSON output names them."""
+    return {
+        "function": res.demangled or res.function,
+        "mangled": res.function,
+        "registers_per_thread": res.registers_per_thread,
+        "static_shared_memory": res.static_shared_memory,
+        "stack_frame_bytes": res.stack_frame_bytes,
+        "spill_stores_bytes": res.spill_stores_bytes,
+        "spill_loads_bytes": res.spill_loads_bytes,
+        "spill_bytes": res.spill_bytes,
+        "spills_known": not res.spills_unknown,
+        "barriers": res.barriers,
+        "max_threads_per_block": res.max_threads_per_block,
+        "min_blocks_per_sm": res.min_blocks_per_sm,
+        "resources_source": res.source,
+    }
+
+
+def listed_dict(k: ListedKernel) -> dict[str, Any]:
+    return {"file": k.file, "arch": k.arch, **resources_dict(k.resources)}

@@ -819,3 +819,61 @@ def _shown(path: str) -> str:
         return os.path.relpath(path)
     except ValueError:
         return path
+
+
+# --- `occupancy resources` -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListedKernel:
+    """One kernel of one file for one arch, as `occupancy resources` lists it."""
+
+    file: str
+    arch: str
+    resources: KernelResources
+
+
+def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[str] = (),
+                   flags: Sequence[str] = (), defines: Mapping[str, str] | None = None
+                   ) -> list[ListedKernel]:
+    """Every kernel in a .cu (compiled for each arch), a ptxas log (each section), or a
+    cubin / fatbin / executable / library (each SASS arch, and PTX JIT-compiled for the
+    archs asked for that have no SASS)."""
+    from .files import LOG_CAP, read_bytes
+
+    shown = path
+    if path.endswith((".cu", ".cuh", ".cpp", ".cc")):
+        out = []
+        for arch in archs:
+            found = compile_build(make_build(path, arch, shown=shown, include_dirs=include_dirs,
+                                             flags=flags, defines=defines))
+            out += [ListedKernel(shown, arch, r) for r in found.values()]
+        return out
+    data = read_bytes(path, _PathError, LOG_CAP, "give a .cu, ptxas log, cubin, fatbin, "
+                      "executable or library", "file")
+    kind = kind_of(data)
+    out = []
+    if kind in ("cubin", "fatbin", "host", "ptx"):
+        img = read_binary(path, shown, data)
+        for arch in sorted(img.sass, key=_num):
+            out += [ListedKernel(shown, arch, r) for r in img.sass[arch].values()]
+        for arch in archs:
+            if arch in img.sass:
+                continue
+            ptxs = [a for a in img.ptx if _num(a) <= _num(arch)]
+            if ptxs:
+                src = max(ptxs, key=_num)
+                out += [ListedKernel(shown, arch, r)
+                        for r in jit_ptx(img.ptx[src], src, arch, shown).values()]
+    else:
+        sections = parse_ptxas_log(data.decode("utf-8", errors="replace"),
+                                   label=f"ptxas log {inert(shown)}")
+        if not sections:
+            raise OccupancyError(f"{inert(shown)}: no kernels found: give a .cu, a `ptxas -v` "
+                                 "log, a cubin, fatbin, executable or library")
+        for arch in sorted(sections, key=_num):
+            out += [ListedKernel(shown, arch or "?", r) for r in sections[arch].values()]
+    names = demangle([k.resources.function for k in out])
+    return [replace(k, resources=replace(k.resources, demangled=k.resources.demangled
+                                         or names.get(k.resources.function, k.resources.function)))
+            for k in out]
