@@ -51,6 +51,13 @@ class Oracle:
             -1 if carveout is None else carveout))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each test session compiles into its own cache, never the user's ~/.cache/occupancy."""
+    if "OCCUPANCY_CACHE_DIR" not in os.environ or os.environ.get("CI"):
+        os.environ["OCCUPANCY_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+
+
 @pytest.fixture(scope="session")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> Oracle:
     gxx = shutil.which("g++")
