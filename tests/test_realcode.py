@@ -283,7 +283,8 @@ def test_static_shared_memory_over_48_kb_cannot_launch() -> None:
     assert r.active_blocks_per_sm == 0 and "move the array to dynamic shared memory" in r.cannot_launch[0]
     ok = solve(a100, 256, 32, 0, 60 * 1024, opt_in=True)
     assert ok.active_blocks_per_sm == 2 and ok.requires_opt_in
-    out = " ".join(CliRunner().invoke(main, ["calc", "-d", "a100", "-t", "256", "--smem", "60K"]).stdout.split())
+    r = CliRunner().invoke(main, ["calc", "-d", "a100", "-t", "256", "--smem", "60K"])
+    out = " ".join(r.stdout.split())
     assert "dynamic shared memory" in out and "MaxDynamicSharedMemorySize, 0)" not in out
 
 
