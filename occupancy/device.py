@@ -48,6 +48,13 @@ class Device:
     l2_cache_bytes: int
     shared_memory_banks: int
     shared_memory_bank_width_bytes: int
+    # --- optional: Blackwell's per-SM virtual resources, thread-block clusters
+    virtual_resources_per_sm: int | None = None  # CC 10-12: 128 (cuda_occupancy.h 13.0)
+    max_cluster_size: int | None = None  # non-portable limit (portable: 8); None: no clusters
+    gpc_count: int | None = None  # for the bounds of an estimate without a measured table
+    # Active clusters per GPU measured on the chip: row b-1 = b blocks per SM, column s-1 =
+    # cluster size s. Placement follows the GPC/TPC layout, so no formula gives it.
+    cluster_table: tuple[tuple[int, ...], ...] = ()
     aliases: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
     path: str | None = None  # the file it came from, None for a detected or built device
@@ -77,7 +84,7 @@ class Device:
                 continue
             value = getattr(self, f.name)
             if isinstance(value, tuple):
-                value = list(value)
+                value = [list(v) if isinstance(v, tuple) else v for v in value]
             elif isinstance(value, Mapping):
                 value = dict(value)
             out[f.name] = value
@@ -114,6 +121,8 @@ class _CCRow(NamedTuple):
     fp32_lanes: int
     architecture: str
     check_sub_partitions: int | None = None
+    virtual_resources: int | None = None  # per SM (cudaOccMaxVirtualResourceCountPerSM)
+    max_cluster: int | None = None  # non-portable cluster size limit; None: no clusters
 
 
 CC_TABLE: dict[str, _CCRow] = {
@@ -134,13 +143,13 @@ CC_TABLE: dict[str, _CCRow] = {
     "8.6": _CCRow(128, 256, 4, 16, _GA10X, None, False, 128, "Ampere"),
     "8.7": _CCRow(128, 256, 4, 16, _A100, None, False, 128, "Ampere"),
     "8.9": _CCRow(128, 256, 4, 24, _GA10X, None, False, 128, "Ada Lovelace"),
-    "9.0": _CCRow(128, 256, 4, 32, _HOPPER, 2, False, 128, "Hopper"),
-    "10.0": _CCRow(128, 256, 4, 32, _HOPPER, 2, False, 128, "Blackwell"),
-    "10.1": _CCRow(128, 256, 4, 24, _HOPPER, 1, False, 128, "Blackwell"),
-    "10.3": _CCRow(128, 256, 4, 32, _HOPPER, 2, False, 128, "Blackwell"),
-    "11.0": _CCRow(128, 256, 4, 24, _HOPPER, 1, False, 128, "Blackwell"),
-    "12.0": _CCRow(128, 256, 4, 24, _GA10X, 1, False, 128, "Blackwell"),
-    "12.1": _CCRow(128, 256, 4, 24, _GA10X, 1, False, 128, "Blackwell"),
+    "9.0": _CCRow(128, 256, 4, 32, _HOPPER, 2, False, 128, "Hopper", max_cluster=16),
+    "10.0": _CCRow(128, 256, 4, 32, _HOPPER, 2, False, 128, "Blackwell", None, 128, 16),
+    "10.1": _CCRow(128, 256, 4, 24, _HOPPER, 1, False, 128, "Blackwell", None, 128, 16),
+    "10.3": _CCRow(128, 256, 4, 32, _HOPPER, 2, False, 128, "Blackwell", None, 128, 16),
+    "11.0": _CCRow(128, 256, 4, 24, _HOPPER, 1, False, 128, "Blackwell", None, 128, 16),
+    "12.0": _CCRow(128, 256, 4, 24, _GA10X, 1, False, 128, "Blackwell", None, 128, 8),
+    "12.1": _CCRow(128, 256, 4, 24, _GA10X, 1, False, 128, "Blackwell", None, 128, 8),
 }
 
 _PROPS_REQUIRED = (
@@ -227,6 +236,8 @@ def from_cuda_properties(props: Mapping[str, Any]) -> Device:
         l2_cache_bytes=int(props.get("l2CacheSize") or 0),
         shared_memory_banks=32,
         shared_memory_bank_width_bytes=4,
+        virtual_resources_per_sm=row.virtual_resources,
+        max_cluster_size=row.max_cluster,
         aliases=(),
         sources={
             "limits": f"{measured} (live GPU); constants it lacks from occupancy's CC {cc} table",

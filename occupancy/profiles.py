@@ -53,6 +53,11 @@ SCHEMA: dict[str, tuple[Any, bool, str]] = {
     "l2_cache_bytes": (_INT, True, "an integer >= 0"),
     "shared_memory_banks": (_INT, True, "16 or 32"),
     "shared_memory_bank_width_bytes": (_INT, True, "4"),
+    "virtual_resources_per_sm": (_INT, False, "null or a positive integer (CC 10-12: 128)"),
+    "max_cluster_size": (_INT, False, "null or the non-portable cluster size limit (Hopper: 16)"),
+    "gpc_count": (_INT, False, "null or the number of GPCs"),
+    "cluster_table": (list, False, "rows of active clusters per GPU (blocks per SM 1.., cluster "
+                                   "size 1..), measured by occupancy devices detect"),
     "sources": (dict, True, "a mapping from figure to where it came from"),
 }
 SOURCED = ("limits", "sm_count", "boost_clock_mhz", "dram_bandwidth_gb_s", "fp32_gflops",
@@ -73,7 +78,8 @@ _PLAUSIBLE: dict[str, int | float] = {
     "shared_memory_allocation_unit_bytes": 1 << 20, "block_barriers_per_sm": 1 << 16,
     "sm_count": 100_000, "boost_clock_mhz": 100_000.0, "dram_bandwidth_gb_s": 1e6,
     "fp32_gflops": 1e8, "l2_cache_bytes": 1 << 34, "shared_memory_banks": 64,
-    "shared_memory_bank_width_bytes": 64,
+    "shared_memory_bank_width_bytes": 64, "virtual_resources_per_sm": 1 << 16,
+    "max_cluster_size": 64, "gpc_count": 1024,
 }
 
 
@@ -171,6 +177,18 @@ def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Dev
     values: dict[str, Any] = {k: d.get(k) for k in SCHEMA}
     values["aliases"] = tuple(a.lower() for a in aliases)
     values["shared_memory_carveout_bytes"] = tuple(sizes)
+    table = d.get("cluster_table") or []
+    require(len(table) <= 64 and all(isinstance(row, list) and 1 <= len(row) <= 64
+                                     and all(_type_ok(v, _INT) and 0 <= v <= 1 << 24 for v in row)
+                                     for row in table), "cluster_table",
+            "must be rows (blocks per SM 1, 2, ...) of non-negative integers (cluster size 1, 2, ...)")
+    values["cluster_table"] = tuple(tuple(row) for row in table)
+    # Absent (not null): the compute capability's own value, from cuda_occupancy.h's table.
+    if major >= 3:
+        row = cc_row(cc)
+        defaults = {"virtual_resources_per_sm": row.virtual_resources,
+                    "max_cluster_size": row.max_cluster}
+        values.update({k: v for k, v in defaults.items() if k not in d})
     values["sources"] = {str(k): str(v)[:1000] for k, v in d["sources"].items()}
     for k in ("boost_clock_mhz", "dram_bandwidth_gb_s", "fp32_gflops"):
         values[k] = float(values[k])

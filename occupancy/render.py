@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .toolchain import ListedKernel
 
 _LABEL = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory",
-          "blocks": "blocks", "barriers": "barriers"}
+          "blocks": "blocks", "barriers": "barriers", "virtual_resources": "virtual resources"}
 
 
 def _b(n: int) -> str:
@@ -56,6 +56,7 @@ def _usage(dev: Device, r: OccupancyResult) -> dict[str, tuple[str, str]]:
         "blocks": (f"{dev.max_blocks_per_sm} blocks", "1 block"),
         "barriers": (f"{dev.block_barriers_per_sm}" if dev.block_barriers_per_sm else "-",
                      f"{r.block_barriers}"),
+        "virtual_resources": (f"{dev.virtual_resources_per_sm}", f"{r.virtual_resources}"),
     }
 
 
@@ -69,6 +70,8 @@ def limits_table(dev: Device, r: OccupancyResult) -> Table:
     t.add_column("")
     usage = _usage(dev, r)
     for name in LIMIT_NAMES:
+        if name == "virtual_resources" and not dev.virtual_resources_per_sm:
+            continue  # exists on CC 10-12 only
         v = r.block_limits[name]
         has, uses = usage[name]
         mark = "<- limiter" if name in r.limiters else ""

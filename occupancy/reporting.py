@@ -114,7 +114,8 @@ def _pct(x: float) -> str:
 
 def _limits_rows(r: OccupancyResult) -> list[list[str]]:
     return [[n.replace("_", " "), "-" if r.block_limits[n] is None else str(r.block_limits[n]),
-             "limiter" if n in r.limiters else ""] for n in LIMIT_NAMES]
+             "limiter" if n in r.limiters else ""] for n in LIMIT_NAMES
+            if n != "virtual_resources" or r.block_limits[n] is not None]
 
 
 def _device_rows(rep: Report) -> list[list[str]]:

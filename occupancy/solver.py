@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .device import Device
 from .errors import OccupancyError
 
 INT32_MAX = 2**31 - 1  # CUDA's launch sizes are 32-bit ints
 
-LIMIT_NAMES = ("warps", "registers", "shared_memory", "blocks", "barriers")
+if TYPE_CHECKING:
+    from .clusters import ClusterResult
+
+LIMIT_NAMES = ("warps", "registers", "shared_memory", "blocks", "barriers", "virtual_resources")
 
 
 def _ceil_div(x: int, y: int) -> int:
@@ -54,6 +57,8 @@ class OccupancyResult:
     partitioned_global_caching: bool  # in effect (it falls back off when a block won't fit)
     cannot_launch: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    virtual_resources: int = 0  # the kernel's per-block count (CC 10-12)
+    cluster: ClusterResult | None = None
 
     @property
     def launchable(self) -> bool:
@@ -245,6 +250,14 @@ def blocks_by_shared_memory(dev: Device, static: int, dynamic: int, carveout: in
     return _SmemLimit(blocks, allocated, capacity, requires_opt_in, None, note)
 
 
+def blocks_by_virtual_resources(dev: Device, count: int) -> int | None:
+    """CC 10-12: virtual resources per SM // the block's count (cuda_occupancy.h 13.0);
+    None where the device has none or the kernel uses none."""
+    if not dev.virtual_resources_per_sm or count <= 0:
+        return None
+    return dev.virtual_resources_per_sm // count
+
+
 def blocks_by_barriers(dev: Device, block_barriers: int) -> int | None:
     """Named barriers per SM (applied from CC 9.0 on); None where the limit does not apply."""
     if dev.block_barriers_per_sm is None or block_barriers <= 0:
@@ -256,10 +269,12 @@ def blocks_by_barriers(dev: Device, block_barriers: int) -> int | None:
 
 
 def _check_inputs(dev: Device, threads: int, regs: int, static: int, dynamic: int,
-                  carveout: int | None, launch_bound: int | None, barriers: int) -> None:
+                  carveout: int | None, launch_bound: int | None, barriers: int,
+                  virtual_resources: int = 0) -> None:
     if not isinstance(threads, int) or threads <= 0:
         raise OccupancyError(f"threads per block must be a positive integer, got {threads!r}")
     for what, value in (("threads per block", threads), ("registers per thread", regs),
+                        ("virtual resources", virtual_resources),
                         ("static shared memory", static), ("dynamic shared memory", dynamic),
                         ("the launch bound", launch_bound or 0), ("block barriers", barriers)):
         if value > INT32_MAX:
@@ -275,24 +290,31 @@ def _check_inputs(dev: Device, threads: int, regs: int, static: int, dynamic: in
         raise OccupancyError(f"the launch bound must be a positive integer, got {launch_bound}")
     if barriers < 0:
         raise OccupancyError(f"block barriers must be >= 0, got {barriers}")
+    if virtual_resources < 0:
+        raise OccupancyError(f"virtual resources must be >= 0, got {virtual_resources}")
 
 
 def solve(dev: Device, threads_per_block: int, registers_per_thread: int = 0,
           static_shared_memory: int = 0, dynamic_shared_memory: int = 0,
           carveout: int | None = None, max_threads_per_block: int | None = None,
           block_barriers: int = 1, opt_in: bool = True,
-          partitioned_global_caching: bool = False) -> OccupancyResult:
+          partitioned_global_caching: bool = False, virtual_resources: int = 0,
+          cluster: tuple[int, int, int] | None = None,
+          grid: tuple[int, ...] | None = None) -> OccupancyResult:
     """Active blocks per SM and everything that decides it.
 
     opt_in: the kernel raises cudaFuncAttributeMaxDynamicSharedMemorySize where it needs
     to (the result says so in requires_opt_in); False models a kernel that never does.
     max_threads_per_block: the kernel's __launch_bounds__; the occupancy API ignores it,
     but a larger block fails to launch, so the result is 0 blocks with the reason.
+    virtual_resources: the kernel's count on CC 10-12 (0: unused, as the header's default).
+    cluster: thread-block cluster dims (x, y, z), CC >= 9: adds `result.cluster` (active
+    clusters per GPU, measured or bounded); grid: the launch's grid, checked against it.
     """
     threads, regs = threads_per_block, registers_per_thread
     static, dynamic = static_shared_memory, dynamic_shared_memory
     _check_inputs(dev, threads, regs, static, dynamic, carveout, max_threads_per_block,
-                  block_barriers)
+                  block_barriers, virtual_resources)
     warps = _ceil_div(threads, dev.warp_size)
     pgc = partitioned_global_caching and dev.partitioned_global_caching
     notes: list[str] = []
@@ -308,9 +330,14 @@ def solve(dev: Device, threads_per_block: int, registers_per_thread: int = 0,
         "registers": reg.blocks,
         "shared_memory": smem.blocks,
         "blocks": dev.max_blocks_per_sm,
-        "barriers": blocks_by_barriers(dev, block_barriers),
+        "barriers": None,
+        "virtual_resources": blocks_by_virtual_resources(dev, virtual_resources),
     }
     active = min(v for v in limits.values() if v is not None)
+    # From CC 9.0 the barrier limit is applied after the others (cuda_occupancy.h).
+    limits["barriers"] = blocks_by_barriers(dev, block_barriers)
+    if limits["barriers"] is not None:
+        active = min(active, limits["barriers"])
     limiters = frozenset(k for k, v in limits.items() if v == active)
 
     problems: list[str] = []
@@ -336,6 +363,14 @@ def solve(dev: Device, threads_per_block: int, registers_per_thread: int = 0,
                      f"cudaFuncAttributeMaxDynamicSharedMemorySize, {dynamic}): "
                      f"{static + dynamic:,} B is over the default {dev.shared_memory_per_block_bytes:,} B "
                      "per block")
+    cluster_result = None
+    if cluster is not None:
+        from .clusters import cluster_occupancy
+
+        if len(cluster) != 3 or any(not isinstance(c, int) or not 1 <= c <= 1024 for c in cluster):
+            raise OccupancyError(f"a cluster is (x, y, z) of positive integers, got {cluster!r}")
+        cluster_result = cluster_occupancy(dev, active if not problems else 0, cluster, grid)
+        notes += list(cluster_result.notes)
     active_warps = active * warps
     return OccupancyResult(
         device=dev.key,
@@ -360,8 +395,11 @@ def solve(dev: Device, threads_per_block: int, registers_per_thread: int = 0,
         shared_memory_per_sm_bytes=smem.capacity_per_sm,
         requires_opt_in=smem.requires_opt_in,
         partitioned_global_caching=reg.pgc,
-        cannot_launch=tuple(problems) if active == 0 else (),
+        cannot_launch=(tuple(problems) if active == 0 else ()) + (
+            cluster_result.problems if cluster_result else ()),
         notes=tuple(notes),
+        virtual_resources=virtual_resources,
+        cluster=cluster_result,
     )
 
 

@@ -14,7 +14,8 @@ from occupancy import Device
 
 HEADER_DIRS = [os.environ.get("CUDA_HOME", "/usr/local/cuda") + "/include", "/usr/local/cuda/include"]
 INT_MAX = 2**31 - 1
-FLAGS = {"warps": 0x01, "registers": 0x02, "shared_memory": 0x04, "blocks": 0x08, "barriers": 0x10}
+FLAGS = {"warps": 0x01, "registers": 0x02, "shared_memory": 0x04, "blocks": 0x08, "barriers": 0x10,
+         "virtual_resources": 0x20}
 
 
 def _unavailable(reason: str) -> None:
@@ -38,7 +39,7 @@ class Oracle:
 
     @staticmethod
     def prefix(cmd: str, dev: Device, regs: int, static: int, max_dyn: int, opt_in: bool,
-               barriers: int, pgc: bool, carveout: int | None) -> str:
+               barriers: int, pgc: bool, carveout: int | None, virtual: int = 0) -> str:
         """The header's inputs. opt_in: FUNC_SHMEM_LIMIT_OPTIN with max_dyn as the kernel's
         cudaFuncAttributeMaxDynamicSharedMemorySize; else the default per-block limit."""
         major, minor = dev.compute_capability.split(".")
@@ -48,7 +49,7 @@ class Oracle:
             dev.shared_memory_per_block_bytes, dev.shared_memory_per_sm_bytes, dev.sm_count,
             dev.shared_memory_per_block_optin_bytes, dev.reserved_shared_memory_per_block_bytes,
             INT_MAX, regs, static, int(opt_in), max_dyn, barriers, int(pgc),
-            -1 if carveout is None else carveout))
+            -1 if carveout is None else carveout, virtual))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -29,7 +29,7 @@ def test_done_when_v100_json() -> None:
     assert data["active_blocks_per_sm"] == 8 and data["occupancy"] == 1.0
     assert data["limiters"] == ["warps", "registers"]
     assert data["block_limits"] == {"warps": 8, "registers": 8, "shared_memory": None,
-                                    "blocks": 32, "barriers": None}
+                                    "blocks": 32, "barriers": None, "virtual_resources": None}
     assert data["cliffs"]["registers"]["lose_at"] == 33
 
 

@@ -83,6 +83,8 @@ def _random_config(rng: random.Random, dev: Device) -> dict[str, object]:
         "block_barriers": rng.choice([1, 1, 1, 0, rng.randint(0, 16)]),
         "opt_in": rng.random() < 0.7,
         "partitioned_global_caching": rng.random() < 0.2,
+        # cudaOccFuncAttributes.virtualResourceCount: applies on CC 10-12 only
+        "virtual_resources": rng.choice([0, 0, 0, rng.randint(1, 8), rng.randint(1, 140)]),
     }
 
 
@@ -103,17 +105,17 @@ def test_solver_matches_cuda_occupancy_h(oracle: Oracle) -> None:
         lines.append(Oracle.prefix("occ", dev, c["registers_per_thread"],
                                    c["static_shared_memory"], max_dyn, c["opt_in"],
                                    c["block_barriers"], c["partitioned_global_caching"],
-                                   c["carveout"])
+                                   c["carveout"], c["virtual_resources"])
                      + f" {c['threads_per_block']} {c['dynamic_shared_memory']}")
     rows = oracle.run(lines)
     assert len(rows) == len(cases)
     mismatches = []
     for (dev, c), row in zip(cases, rows, strict=True):
-        err, active, mask, l_regs, l_smem, l_warps, l_blocks, l_bars, a_regs, a_smem, gc = row
+        err, active, mask, l_regs, l_smem, l_warps, l_blocks, l_bars, a_regs, a_smem, gc, l_virt = row
         assert err == 0, (dev.name, c)
         r = solve(dev, **c)
         header_limits = {"warps": l_warps, "registers": l_regs, "shared_memory": l_smem,
-                         "blocks": l_blocks, "barriers": l_bars}
+                         "blocks": l_blocks, "barriers": l_bars, "virtual_resources": l_virt}
         mask_set = {n for n, bit in FLAGS.items() if mask & bit}
         # Ties are all reported. The header sets its flags before applying the barrier
         # limit (CC >= 9), so when barriers alone bind, its mask also keeps the earlier
@@ -133,6 +135,11 @@ def test_solver_matches_cuda_occupancy_h(oracle: Oracle) -> None:
             mismatches.append((dev.name, dev.compute_capability, c, got, want, mask_set))
     assert not mismatches, (
         f"{len(mismatches)} of {len(cases)} mismatches (OCC_SEED={SEED}); first: {mismatches[0]}")
+    # The virtual-resource limit (CC 10-12) must be exercised, binding as well as not.
+    virtual = [row[11] for (dev, c), row in zip(cases, rows, strict=True) if dev.cc_major >= 10
+               and c["virtual_resources"]]
+    binding = [row for (dev, c), row in zip(cases, rows, strict=True) if row[2] & FLAGS["virtual_resources"]]
+    assert len(virtual) > 200 and len(binding) > 20, (len(virtual), len(binding))
     assert len(cases) >= 20000
 
 

@@ -26,7 +26,7 @@ int main() {
            >> p.maxThreadsPerMultiprocessor >> p.regsPerBlock >> p.regsPerMultiprocessor
            >> p.warpSize >> smemPerBlock >> smemPerSM >> p.numSms >> optin >> reserved
            >> a.maxThreadsPerBlock >> a.numRegs >> shared >> shmemCfg >> maxDyn
-           >> a.numBlockBarriers >> gc >> carveout;
+           >> a.numBlockBarriers >> gc >> carveout >> a.virtualResourceCount;
         p.sharedMemPerBlock = (size_t)smemPerBlock;
         p.sharedMemPerMultiprocessor = (size_t)smemPerSM;
         p.sharedMemPerBlockOptin = (size_t)optin;
@@ -42,10 +42,10 @@ int main() {
             cudaOccResult r;
             std::memset(&r, 0, sizeof r);
             cudaOccError e = cudaOccMaxActiveBlocksPerMultiprocessor(&r, &p, &a, &s, block, (size_t)dyn);
-            std::printf("%d %d %u %d %d %d %d %d %d %zu %d\n", (int)e, r.activeBlocksPerMultiprocessor,
+            std::printf("%d %d %u %d %d %d %d %d %d %zu %d %d\n", (int)e, r.activeBlocksPerMultiprocessor,
                         r.limitingFactors, r.blockLimitRegs, r.blockLimitSharedMem, r.blockLimitWarps,
                         r.blockLimitBlocks, r.blockLimitBarriers, r.allocatedRegistersPerBlock,
-                        r.allocatedSharedMemPerBlock, (int)r.partitionedGCConfig);
+                        r.allocatedSharedMemPerBlock, (int)r.partitionedGCConfig, r.blockLimitVirtual);
         } else if (cmd == "best") {
             in >> g_dyn_base >> g_dyn_per_thread;
             int grid = 0, block = 0;
