@@ -40,6 +40,7 @@ _KERNEL_KEYS = {
     "opt_in_shared_memory", "max_threads_per_block", "min_occupancy", "devices",
     "max_registers", "no_spills", "source", "function", "defines", "ptxas_log", "cubin",
     "carveout", "barriers", "spill_stores_bytes", "spill_loads_bytes", "include_dirs", "flags",
+    "cluster", "grid", "virtual_resources",
 }
 MAX_KERNELS = 10_000
 MAX_DEVICES = 64
@@ -72,6 +73,9 @@ class KernelSpec:
     cubin: str | None = None
     carveout: int | None = None
     barriers: int | None = None
+    cluster: tuple[int, int, int] | None = None
+    grid: tuple[int, ...] | None = None
+    virtual_resources: int = 0
     shown_source: str | None = None  # as written in the manifest, for messages
     error: str | None = None
 
@@ -267,6 +271,19 @@ class _Entry:
                             f"{inert(repr(v)[:40])}", "block")
         return tuple(dims)
 
+    def dims(self, key: str) -> tuple[int, ...] | None:
+        """A cluster or grid: an integer or a list of 1-3 positive integers."""
+        if key not in self.entry:
+            return None
+        v = self.entry[key]
+        dims = [v] if isinstance(v, int) and not isinstance(v, bool) else v
+        if (not isinstance(dims, list) or not 1 <= len(dims) <= 3
+                or not all(isinstance(d, int) and not isinstance(d, bool) and 0 < d <= INT32_MAX
+                           for d in dims)):
+            raise self.fail(f"{key} must be a positive integer or a list [x, y, z] of 1-3, got "
+                            f"{inert(repr(v)[:40])}", key)
+        return tuple(dims)
+
     def spec(self, default_devices: tuple[str, ...] | None, floor: float,
              defaults: _Defaults) -> KernelSpec:
         entry = self.entry
@@ -305,6 +322,10 @@ class _Entry:
         if carveout is not None and carveout > 100:
             raise self.fail(f"carveout is a percentage 0-100, got {carveout}", "carveout")
         source = self.rel("source")
+        cluster = self.dims("cluster")
+        if cluster is not None and any(c > 64 for c in cluster):
+            raise self.fail(f"cluster {list(cluster)} is far over any GPU's limit (16)", "cluster")
+        c3 = None if cluster is None else (*cluster, 1, 1)
         return KernelSpec(
             name=name, line=self.start, block=block, devices=devs, min_occupancy=kfloor,
             registers=self.opt_int("registers"),
@@ -321,6 +342,8 @@ class _Entry:
             ptxas_log=(self.rel("ptxas_log") or (None, None))[0],
             cubin=(self.rel("cubin") or (None, None))[0], carveout=carveout,
             barriers=self.opt_int("barriers"),
+            cluster=None if c3 is None else (c3[0], c3[1], c3[2]), grid=self.dims("grid"),
+            virtual_resources=self.opt_int("virtual_resources") or 0,
         )
 
 
@@ -423,7 +446,8 @@ def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
     regs = res.registers_per_thread  # the manifest's number when no binary or source is given
     barriers = spec.barriers if spec.barriers is not None else max(res.barriers, 1)
     r = solve(dev, spec.threads, regs, static, spec.dynamic_shared_memory, spec.carveout, bound,
-              barriers, opt_in=spec.opt_in_shared_memory)
+              barriers, opt_in=spec.opt_in_shared_memory, virtual_resources=spec.virtual_resources,
+              cluster=spec.cluster, grid=spec.grid)
     problems = list(r.cannot_launch)
     if r.launchable and r.occupancy < spec.min_occupancy:
         limiter = ", ".join(n.replace("_", " ") for n in LIMIT_NAMES if n in r.limiters)

@@ -199,42 +199,75 @@ def main() -> None:
     """
 
 
+_cluster = _parsed("parse_block")
+
+
+def devices_option(f: F) -> F:
+    return click.option("--device", "-d", "device", required=True, multiple=True,
+                        metavar="NAME|FILE",
+                        help="Device name or alias (occupancy devices), or a profile YAML; "
+                             "repeat to compare GPUs side by side.")(f)
+
+
 @main.command()
-@device_option
+@devices_option
 @click.option("--threads", "-t", callback=_block, required=True, metavar="N|XxY|XxYxZ",
               help="Threads per block: 256, 16x16 or 32x8x2.")
 @kernel_options
 @click.option("--partitioned-caching", is_flag=True,
               help="Kernel built with -Xptxas -dlcm=ca on CC 5.2/6.1 (partitioned global caching).")
+@click.option("--virtual-resources", type=click.IntRange(0, 1 << 16), default=0, show_default=True,
+              help="Virtual resources per block (CC 10-12: 128 per SM).")
+@click.option("--cluster", callback=_cluster, default=None, metavar="N|XxY|XxYxZ",
+              help="Thread-block cluster shape (CC >= 9.0): active clusters per GPU.")
+@click.option("--grid", callback=_block, default=None, metavar="X|XxY|XxYxZ",
+              help="The launch's grid, checked against --cluster.")
 @click.option("--no-cliffs", is_flag=True, help="Skip the register and smem cliff search.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
 @translate_errors
-def calc(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: int,
+def calc(device: tuple[str, ...], threads: tuple[int, ...], regs: int, smem: int, dyn_smem: int,
          carveout: int | None, launch_bound: int | None, barriers: int, no_opt_in: bool,
-         partitioned_caching: bool, no_cliffs: bool, as_json: bool) -> None:
+         partitioned_caching: bool, virtual_resources: int, cluster: tuple[int, ...] | None,
+         grid: tuple[int, ...] | None, no_cliffs: bool, as_json: bool) -> None:
     """Blocks, warps and threads per SM for one launch, and what limits it.
 
-    Example: occupancy calc -d v100 -t 256 -r 40 --smem 8K
+    Example: occupancy calc -d v100 -t 256 -r 40 --smem 8K;
+    several GPUs: occupancy calc -d v100 -d a100 -d h100 -t 256 -r 40;
+    clusters: occupancy calc -d h200 -t 128 -r 32 --cluster 2x2
     """
     from .profiles import load_device
     from .solver import cliffs, solve
 
-    dev = load_device(device)
-    r = solve(dev, math.prod(threads), regs, smem, dyn_smem, carveout, launch_bound, barriers,
-              opt_in=not no_opt_in, partitioned_global_caching=partitioned_caching)
-    cl = None if no_cliffs or not r.launchable else cliffs(dev, r)
+    devs = [load_device(d) for d in device]
+    shape: tuple[int, int, int] | None = None
+    if cluster is not None:
+        c3 = (*cluster, 1, 1)
+        shape = (c3[0], c3[1], c3[2])
+    if grid is not None and shape is None:
+        raise InputError("--grid is checked against a cluster: give --cluster too")
+    results, cls = [], []
+    for dev in devs:
+        r = solve(dev, math.prod(threads), regs, smem, dyn_smem, carveout, launch_bound, barriers,
+                  opt_in=not no_opt_in, partitioned_global_caching=partitioned_caching,
+                  virtual_resources=virtual_resources, cluster=shape, grid=grid)
+        results.append(r)
+        cls.append(None if no_cliffs or r.active_blocks_per_sm == 0 else cliffs(dev, r))
     if as_json:
         from .serialize import result_dict
 
-        _emit_json(result_dict(dev, r, threads, cl))
+        dicts = [result_dict(d, r, threads, c) for d, r, c in zip(devs, results, cls, strict=True)]
+        _emit_json(dicts[0] if len(dicts) == 1 else dicts)
         return
-    from .render import calc_view
+    from .render import calc_view, compare_view
 
-    _console().print(calc_view(dev, r, threads, cl))
+    if len(devs) == 1:
+        _console().print(calc_view(devs[0], results[0], threads, cls[0]))
+    else:
+        _console().print(compare_view(devs, results, cls))
 
 
 @main.command()
-@device_option
+@devices_option
 @kernel_options
 @click.option("--smem-per-thread", callback=_size, metavar="BYTES", default="0",
               help="Dynamic smem that grows with the block: bytes per thread, added to --dyn-smem.")
@@ -242,47 +275,40 @@ def calc(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: 
               help="Block size for the available-smem table (default: the best one).")
 @click.option("--blocks", type=click.IntRange(1, 1024), default=None, metavar="N",
               help="Report the dynamic smem available for N resident blocks only.")
+@click.option("--cluster", "min_clusters", type=click.IntRange(1, 1 << 20), default=None,
+              metavar="N", help="Also the largest cluster size that keeps N clusters active "
+                                "(cudaOccupancyMaxPotentialClusterSize for N = 1; CC >= 9.0).")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
 @translate_errors
-def best(device: str, regs: int, smem: int, dyn_smem: int, carveout: int | None,
+def best(device: tuple[str, ...], regs: int, smem: int, dyn_smem: int, carveout: int | None,
          launch_bound: int | None, barriers: int, no_opt_in: bool, smem_per_thread: int,
-         threads: int | None, blocks: int | None, as_json: bool) -> None:
+         threads: int | None, blocks: int | None, min_clusters: int | None, as_json: bool) -> None:
     """The block size with the most resident threads (cudaOccupancyMaxPotentialBlockSize).
 
     Also: the dynamic shared memory one block may use for N resident blocks, exact on
-    CC >= 8 where the driver forgets the reserved 1 KB per block.
+    CC >= 8 where the driver forgets the reserved 1 KB per block; with --cluster N, the
+    largest cluster size that keeps N clusters active.
 
     Example: occupancy best -d a100 -r 64 --smem-per-thread 16
     """
+    from .best import BestInputs, best_for_device
     from .profiles import load_device
-    from .solver import available_dynamic_smem, best_block_size
 
-    dev = load_device(device)
-
-    def dyn(block: int) -> int:
-        return dyn_smem + smem_per_thread * block
-
-    b = best_block_size(dev, regs, smem, dyn if smem_per_thread else dyn_smem, carveout,
-                        launch_bound, barriers, opt_in=not no_opt_in)
-    size = threads or b.block_size
-    available = []
-    if size:
-        if blocks:
-            counts = [blocks]
-        else:
-            top = max(b.result.active_blocks_per_sm, 1) if threads is None else 8
-            counts = list(range(1, min(top, 8) + 1))
-        available = [available_dynamic_smem(dev, n, size, regs, smem, carveout,
-                                            opt_in=not no_opt_in, block_barriers=barriers)
-                     for n in counts]
+    inputs = BestInputs(regs, smem, dyn_smem, smem_per_thread, carveout, launch_bound, barriers,
+                        not no_opt_in, threads, blocks, min_clusters)
+    answers = [best_for_device(load_device(d), inputs) for d in device]
     if as_json:
         from .serialize import best_dict
 
-        _emit_json(best_dict(dev, b, available))
+        dicts = [best_dict(a) for a in answers]
+        _emit_json(dicts[0] if len(dicts) == 1 else dicts)
         return
-    from .render import best_view
+    from .render import best_compare_view, best_view
 
-    _console().print(best_view(dev, b, available))
+    if len(answers) == 1:
+        _console().print(best_view(answers[0]))
+    else:
+        _console().print(best_compare_view(answers))
 
 
 @main.command()
@@ -695,11 +721,19 @@ def devices_show(name: str, as_json: bool) -> None:
 @translate_errors
 def devices_detect(index: int, output: str | None, force: bool) -> None:
     """Write a profile for the live GPU (needs CuPy and a GPU)."""
+    import dataclasses
+
     from .device import from_cuda_properties
-    from .gpu import device_properties
+    from .gpu import cupy_module, device_properties, measure_cluster_table
     from .profiles import to_yaml
 
     dev = from_cuda_properties(device_properties(index))
+    if dev.max_cluster_size is not None:
+        cp = cupy_module("devices detect")
+        with cp.cuda.Device(index):
+            table = measure_cluster_table(cp, dev)
+        dev = dataclasses.replace(dev, cluster_table=table, sources={
+            **dev.sources, "cluster_table": "measured: cuOccupancyMaxActiveClusters (devices detect)"})
     text = to_yaml(dev)
     if output is None:
         click.echo(text, nl=False)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from .device import Device
 
 PORTABLE_CLUSTER_SIZE = 8
+CLUSTER_BLOCKS_CAP = 8  # blocks per SM that clusters used at most on the H200
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,8 @@ class ClusterResult:
 def cluster_size_problems(dev: Device, cluster: tuple[int, int, int],
                           grid: tuple[int, ...] | None = None) -> tuple[list[str], list[str]]:
     """Why a cluster shape cannot launch, and what it needs (problems, notes)."""
-    problems, notes = [], []
+    problems: list[str] = []
+    notes: list[str] = []
     size = cluster[0] * cluster[1] * cluster[2]
     if dev.max_cluster_size is None or dev.cc_major < 9:
         problems.append(f"thread-block clusters need compute capability 9.0 or newer; "
@@ -86,7 +88,10 @@ def cluster_occupancy(dev: Device, blocks_per_sm: int, cluster: tuple[int, int, 
                             f"{blocks_per_sm} blocks per SM")
         return ClusterResult(cluster, size, n, n, n, "measured", tuple(problems), tuple(notes))
     upper = dev.sm_count * blocks_per_sm // size
-    lower = (dev.gpc_count or 0) * (PORTABLE_CLUSTER_SIZE * blocks_per_sm // size)
+    # Clusters never used more than 8 blocks per SM on the H200 (rows 8-32 are equal): the
+    # lower bound counts at most that many, so it holds whether or not a chip caps them.
+    lower = (dev.gpc_count or 0) * (PORTABLE_CLUSTER_SIZE * min(blocks_per_sm, CLUSTER_BLOCKS_CAP)
+                                    // size)
     if lower == 0 and size <= PORTABLE_CLUSTER_SIZE:
         lower = 1  # a portable size always launches where one block fits
     notes.append(f"estimate: {dev.name}'s profile has no measured cluster table (occupancy "

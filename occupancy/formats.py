@@ -32,6 +32,9 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         "resources_source": res.source if res else None,
         "registers_source": res.source if res else None,
         "problems": list(v.problems),
+        **({"cluster": list(r.cluster.cluster), "active_clusters": r.cluster.active_clusters,
+            "active_clusters_bounds": [r.cluster.lower, r.cluster.upper],
+            "active_clusters_source": r.cluster.source} if r and r.cluster else {}),
     }
 
 

@@ -285,3 +285,91 @@ def measure(kernels: list[str], n_matmul: int, n_transpose: int, labels: list[st
         "n_matmul": n_matmul, "n_transpose": n_transpose, "reps": reps,
         "ceilings": ceil, "results": results,
     }
+
+
+# --- clusters (CuPy has no cluster call: the driver API through ctypes) -------------------------
+
+_CLUSTER_PROBE = r"""
+extern "C" __global__ void occupancy_cluster_probe(float* x) {
+  extern __shared__ float s[];
+  if (x) { s[threadIdx.x] = x[threadIdx.x]; __syncthreads(); x[threadIdx.x] = s[threadIdx.x ^ 1]; }
+}
+"""
+_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
+
+
+def _driver_cluster_api() -> tuple[Any, Any, Any]:
+    """libcuda's cuOccupancyMaxActiveClusters with the CUlaunchConfig layout of cuda.h."""
+    import ctypes
+
+    class Dim(ctypes.Structure):
+        _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+
+    class Value(ctypes.Union):
+        _fields_ = [("pad", ctypes.c_char * 64), ("clusterDim", Dim)]
+
+    class Attribute(ctypes.Structure):
+        _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", Value)]
+
+    class Config(ctypes.Structure):
+        _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint),
+                    ("gridDimZ", ctypes.c_uint), ("blockDimX", ctypes.c_uint),
+                    ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                    ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                    ("attrs", ctypes.POINTER(Attribute)), ("numAttrs", ctypes.c_uint)]
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        raise GpuUnavailable(f"the CUDA driver library cannot be loaded: {exc}") from None
+    return lib, Attribute, Config
+
+
+def active_clusters(cupy: Any, fn: Any, threads: int, dyn: int, cluster: tuple[int, int, int]
+                    ) -> int:
+    """cuOccupancyMaxActiveClusters for a loaded CuPy kernel (non-portable sizes allowed)."""
+    import ctypes
+
+    lib, Attribute, Config = _driver_cluster_api()
+    func = ctypes.c_void_p(fn.kernel.ptr)
+    for attr, value in ((_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn),
+                        (_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)):
+        lib.cuFuncSetAttribute(func, attr, value)
+    a = Attribute()
+    a.id = _CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster
+    cfg = Config(cluster[0] * 64, cluster[1], cluster[2], threads, 1, 1, dyn, None,
+                 ctypes.pointer(a), 1)
+    n = ctypes.c_int(-1)
+    status = lib.cuOccupancyMaxActiveClusters(ctypes.byref(n), func, ctypes.byref(cfg))
+    if status != 0:
+        raise OccupancyError(f"cuOccupancyMaxActiveClusters failed (CUresult {status}) for "
+                             f"cluster {cluster}, {threads} threads, {dyn} B")
+    return n.value
+
+
+def measure_cluster_table(cupy: Any, dev: Any) -> tuple[tuple[int, ...], ...]:
+    """Active clusters per GPU for 1..max blocks per SM x cluster sizes 1..max, with a
+    32-thread probe whose dynamic smem is sized by the solver to give each blocks-per-SM."""
+    from .solver import solve
+
+    if dev.max_cluster_size is None:
+        return ()
+    fn = cupy.RawKernel(_CLUSTER_PROBE, "occupancy_cluster_probe")
+    fn.compile()
+    rows = []
+    for b in range(1, dev.max_blocks_per_sm + 1):
+        lo, hi = 0, dev.shared_memory_per_block_optin_bytes
+        while lo < hi:  # the most dynamic smem that still fits b blocks: log2(232 KB) steps
+            mid = (lo + hi + 1) // 2
+            if solve(dev, 32, 16, 0, mid).active_blocks_per_sm >= b:
+                lo = mid
+            else:
+                hi = mid - 1
+        if solve(dev, 32, 16, 0, lo).active_blocks_per_sm != b:
+            break  # no dynamic smem gives exactly b blocks: the table ends here
+        rows.append(tuple(active_clusters(cupy, fn, 32, lo, (s, 1, 1))
+                          for s in range(1, dev.max_cluster_size + 1)))
+    return tuple(rows)

@@ -11,9 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from .device import Device
-from .solver import LIMIT_NAMES, AvailableSmem, BestBlockSize, Cliff, OccupancyResult
+from .solver import LIMIT_NAMES, Cliff, OccupancyResult
 
 if TYPE_CHECKING:
+    from .best import BestAnswer
     from .check import Verdict
     from .toolchain import ListedKernel
 
@@ -128,6 +129,8 @@ def calc_view(dev: Device, r: OccupancyResult, block: tuple[int, ...],
     ], title="Active")
     parts: list[RenderableType] = [head, Text(""), inputs, Text(""), alloc, Text(""),
                                    limits_table(dev, r), active]
+    if r.cluster is not None:
+        parts += [Text(""), cluster_view(r)]
     if r.cannot_launch:
         parts += [Text(""), Text("Cannot launch", style="bold")]
         parts += [Text(f"- {p}") for p in r.cannot_launch]
@@ -141,20 +144,108 @@ def calc_view(dev: Device, r: OccupancyResult, block: tuple[int, ...],
     return Group(*parts)
 
 
-def best_view(dev: Device, best: BestBlockSize, available: list[AvailableSmem]) -> RenderableType:
+def cluster_text(r: OccupancyResult) -> str:
+    c = r.cluster
+    if c is None:
+        return "-"
+    if c.problems:
+        return "cannot launch"
+    if c.active_clusters is not None:
+        return f"{c.active_clusters:,} (measured)"
+    return f"{c.lower:,}-{c.upper:,} (estimate)"
+
+
+def cluster_view(r: OccupancyResult) -> RenderableType:
+    c = r.cluster
+    assert c is not None
+    rows = [("cluster", f"{'x'.join(map(str, c.cluster))} = {c.size} blocks"),
+            ("active clusters", cluster_text(r) + " per GPU")]
+    if c.active_clusters:
+        rows.append(("blocks in clusters", f"{c.active_clusters * c.size:,} per GPU"))
+    return _kv(rows, title="Clusters")
+
+
+def compare_view(devs: Sequence[Device], results: Sequence[OccupancyResult],
+                 cliffs_: Sequence[tuple[Cliff, Cliff] | None]) -> RenderableType:
+    """Several GPUs side by side: a column per device."""
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Side by side", title_justify="left",
+              title_style="bold")
+    t.add_column("")
+    for d in devs:
+        t.add_column(d.key, justify="right")
+    rows: list[tuple[str, list[str]]] = [
+        ("CC", [d.compute_capability for d in devs]),
+        ("blocks/SM", [str(r.active_blocks_per_sm) for r in results]),
+        ("warps/SM", [f"{r.active_warps_per_sm}/{r.max_warps_per_sm}" for r in results]),
+        ("occupancy", [_pct(r.occupancy) for r in results]),
+        ("limited by", [", ".join(_LABEL[n] for n in LIMIT_NAMES if n in r.limiters) or "-"
+                        for r in results]),
+        ("regs cliff", [_cliff_short(c[0]) if c else "-" for c in cliffs_]),
+        ("smem cliff", [_cliff_short(c[1]) if c else "-" for c in cliffs_]),
+    ]
+    if any(r.cluster is not None for r in results):
+        rows.append(("clusters", [cluster_text(r) for r in results]))
+    for label, cells in rows:
+        t.add_row(label, *cells)
+    parts: list[RenderableType] = [t]
+    for d, r in zip(devs, results, strict=True):
+        parts += [Text(f"{d.key}: cannot launch: {p}") for p in r.cannot_launch]
+    return Group(*parts)
+
+
+def _cliff_short(c: Cliff) -> str:
+    unit = "" if c.resource == "registers" else " B"
+    out = []
+    if c.gain_at is not None:
+        out.append(f"<={c.gain_at:,}{unit}: {c.gain_blocks}")
+    if c.lose_at is not None:
+        out.append(f">={c.lose_at:,}{unit}: {c.lose_blocks}")
+    return "; ".join(out) or "-"
+
+
+def _best_inputs(a: BestAnswer) -> str:
+    i = a.inputs
+    parts = [f"{i.registers_per_thread} registers", f"{_b(i.static_shared_memory)} static smem",
+             f"{_b(i.dynamic_shared_memory)} dynamic"
+             + (f" + {i.dynamic_shared_memory_per_thread} B per thread"
+                if i.dynamic_shared_memory_per_thread else "")]
+    if i.carveout is not None:
+        parts.append(f"carveout {i.carveout}%")
+    if i.max_threads_per_block is not None:
+        parts.append(f"launch bound {i.max_threads_per_block}")
+    if not i.opt_in:
+        parts.append("no opt-in")
+    return ", ".join(parts)
+
+
+def _cluster_line(a: BestAnswer) -> str:
+    n = a.inputs.min_clusters
+    if not a.cluster_size:
+        return f"no cluster size keeps {n} cluster{'s' if n != 1 else ''} active"
+    return (f"{a.cluster_size} blocks ({a.cluster_source}) keeps >= {n} cluster"
+            f"{'s' if n != 1 else ''} active" + (" (non-portable: set "
+            "cudaFuncAttributeNonPortableClusterSizeAllowed)" if a.cluster_size > 8 else ""))
+
+
+def best_view(a: BestAnswer) -> RenderableType:
+    dev, best, available = a.device, a.best, a.available
     r = best.result
     head = Text(f"{dev.name} (CC {dev.compute_capability})", style="bold")
+    given = Text(f"for: {_best_inputs(a)}")
     if best.block_size == 0:
-        lines: list[RenderableType] = [head, Text("No block size can launch:")]
+        lines: list[RenderableType] = [head, given, Text("No block size can launch:")]
         lines += [Text(f"- {p}") for p in r.cannot_launch]
         return Group(*lines)
-    summary = _kv([
+    rows = [
         ("block size", f"{best.block_size} threads"),
         ("min grid size", f"{best.min_grid_size} blocks ({r.active_blocks_per_sm} per SM x "
                           f"{dev.sm_count} SMs)"),
         ("occupancy", f"{_pct(r.occupancy)} ({r.active_threads_per_sm:,} threads per SM)"),
         ("limited by", ", ".join(_LABEL[n] for n in LIMIT_NAMES if n in r.limiters)),
-    ], title="Best block size (most resident threads, ties to the larger block)")
+    ]
+    if a.inputs.min_clusters is not None:
+        rows.append(("largest cluster", _cluster_line(a)))
+    summary = _kv(rows, title="Best block size (most resident threads, ties to the larger block)")
     top = Table(box=box.SIMPLE_HEAD, title="Block sizes tried (best first)",
                 title_justify="left", title_style="bold", pad_edge=False)
     top.add_column("threads/block", justify="right")
@@ -163,21 +254,42 @@ def best_view(dev: Device, best: BestBlockSize, available: list[AvailableSmem]) 
     ranked = sorted(best.candidates, key=lambda c: (-c[1], -c[0]))[:8]
     for size, threads in ranked:
         top.add_row(str(size), f"{threads:,}", _pct(threads / dev.max_threads_per_sm))
+    size = a.inputs.threads or best.block_size
     avail = Table(box=box.SIMPLE_HEAD, title=f"Dynamic shared memory per block at "
-                  f"{best.block_size} threads", title_justify="left", title_style="bold",
+                  f"{size} threads", title_justify="left", title_style="bold",
                   pad_edge=False)
     avail.add_column("resident blocks", justify="right")
     avail.add_column("available", justify="right")
     avail.add_column("driver says", justify="right")
-    for a in available:
-        avail.add_row(str(a.blocks), "-" if a.bytes is None else _b(a.bytes),
-                      "-" if a.driver_bytes is None else _b(a.driver_bytes))
-    parts: list[RenderableType] = [head, Text(""), summary, Text(""), top, avail]
-    if any(a.bytes != a.driver_bytes for a in available):
+    for x in available:
+        avail.add_row(str(x.blocks), "-" if x.bytes is None else _b(x.bytes),
+                      "-" if x.driver_bytes is None else _b(x.driver_bytes))
+    parts: list[RenderableType] = [head, given, Text(""), summary, Text(""), top, avail]
+    if any(x.bytes != x.driver_bytes for x in available):
         parts.append(Text("cudaOccupancyAvailableDynamicSMemPerBlock forgets the "
                           f"{dev.reserved_shared_memory_per_block_bytes:,} B reserved per "
                           "block: its answer does not fit that many blocks."))
     return Group(*parts)
+
+
+def best_compare_view(answers: Sequence[BestAnswer]) -> RenderableType:
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Best block size, side by side",
+              title_justify="left", title_style="bold")
+    cols = ["device", "block", "blocks/SM", "occupancy", "limited by", "min grid"]
+    clusters = answers[0].inputs.min_clusters is not None
+    if clusters:
+        cols.append("max cluster")
+    for c in cols:
+        t.add_column(c, justify="left" if c in ("device", "limited by") else "right")
+    for a in answers:
+        r = a.best.result
+        row = [a.device.key, str(a.best.block_size), str(r.active_blocks_per_sm),
+               _pct(r.occupancy), ", ".join(_LABEL[n] for n in LIMIT_NAMES if n in r.limiters)
+               or "-", f"{a.best.min_grid_size:,}"]
+        if clusters:
+            row.append("-" if not a.cluster_size else f"{a.cluster_size} ({a.cluster_source})")
+        t.add_row(*row)
+    return Group(Text(f"for: {_best_inputs(answers[0])}"), t)
 
 
 def devices_table(devices: list[Device]) -> Table:

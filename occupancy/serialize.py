@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .device import Device
-from .solver import LIMIT_NAMES, AvailableSmem, BestBlockSize, Cliff, OccupancyResult
+from .solver import LIMIT_NAMES, Cliff, OccupancyResult
 
 if TYPE_CHECKING:
+    from .best import BestAnswer
+    from .clusters import ClusterResult
     from .resources import KernelResources
     from .toolchain import ListedKernel
 
@@ -43,10 +45,20 @@ def result_dict(dev: Device, r: OccupancyResult, block: tuple[int, ...] | None =
         "launchable": r.launchable,
         "cannot_launch": list(r.cannot_launch),
         "notes": list(r.notes),
+        "virtual_resources": r.virtual_resources,
     }
+    if r.cluster is not None:
+        out.update(cluster_dict(r.cluster))
     if cliff is not None:
         out["cliffs"] = {c.resource: cliff_dict(c) for c in cliff}
     return out
+
+
+def cluster_dict(c: ClusterResult) -> dict[str, Any]:
+    return {"cluster": list(c.cluster), "cluster_size": c.size,
+            "active_clusters": c.active_clusters,
+            "active_clusters_bounds": [c.lower, c.upper],
+            "active_clusters_source": c.source, "cluster_launchable": c.launchable}
 
 
 def cliff_dict(c: Cliff) -> dict[str, Any]:
@@ -54,10 +66,17 @@ def cliff_dict(c: Cliff) -> dict[str, Any]:
             "lose_at": c.lose_at, "lose_blocks": c.lose_blocks}
 
 
-def best_dict(dev: Device, best: BestBlockSize, available: list[AvailableSmem]) -> dict[str, Any]:
-    return {
+def best_dict(a: BestAnswer) -> dict[str, Any]:
+    dev, best, i = a.device, a.best, a.inputs
+    out = {
         "device": dev.key,
         "device_name": dev.name,
+        "inputs": {"registers_per_thread": i.registers_per_thread,
+                   "static_shared_memory": i.static_shared_memory,
+                   "dynamic_shared_memory": i.dynamic_shared_memory,
+                   "dynamic_shared_memory_per_thread": i.dynamic_shared_memory_per_thread,
+                   "carveout": i.carveout, "max_threads_per_block": i.max_threads_per_block,
+                   "block_barriers": i.block_barriers, "opt_in": i.opt_in},
         "block_size": best.block_size,
         "min_grid_size": best.min_grid_size,
         "active_blocks_per_sm": best.result.active_blocks_per_sm,
@@ -66,10 +85,14 @@ def best_dict(dev: Device, best: BestBlockSize, available: list[AvailableSmem]) 
         "limiters": [n for n in LIMIT_NAMES if n in best.result.limiters],
         "candidates": [{"block_size": b, "active_threads_per_sm": t} for b, t in best.candidates],
         "available_dynamic_shared_memory": [
-            {"blocks": a.blocks, "bytes": a.bytes, "driver_bytes": a.driver_bytes}
-            for a in available
+            {"blocks": x.blocks, "bytes": x.bytes, "driver_bytes": x.driver_bytes}
+            for x in a.available
         ],
     }
+    if i.min_clusters is not None:
+        out["cluster"] = {"min_active_clusters": i.min_clusters,
+                          "max_cluster_size": a.cluster_size, "source": a.cluster_source}
+    return out
 
 
 def resources_dict(res: KernelResources) -> dict[str, Any]:

@@ -44,7 +44,7 @@ def test_detected_profile_matches_shipped(dev: Device) -> None:
         pytest.skip(f"no shipped profile to compare with for {dev.name}")
     shipped = load_device("h200")
     skip = {"name", "aliases", "sources", "path", "architecture", "boost_clock_mhz",
-            "dram_bandwidth_gb_s", "fp32_gflops"}
+            "dram_bandwidth_gb_s", "fp32_gflops", "gpc_count", "cluster_table"}
     for key, value in shipped.to_dict().items():
         if key not in skip:
             assert dev.to_dict()[key] == value, key
@@ -94,3 +94,42 @@ def test_measure_verifies_small(cp: Any) -> None:
     for r in data["results"]:
         assert r["verified"], r
         assert r["occupancy_match"], r
+
+
+def test_cluster_table_and_random_launches_equal_the_driver(cp: Any, dev: Device) -> None:
+    """devices detect's table equals the shipped H200 one, and >= 500 random launches
+    (kernels' own registers, block sizes, smem, carveouts, 1-D/2-D/3-D cluster shapes) give
+    the driver's cuOccupancyMaxActiveClusters."""
+    import dataclasses
+    import random
+
+    from occupancy.gpu import active_clusters, measure_cluster_table
+
+    if dev.max_cluster_size is None:
+        pytest.skip(f"{dev.name} has no thread-block clusters")
+    table = measure_cluster_table(cp, dev)
+    if "H200" in dev.name:
+        assert table == load_device("h200").cluster_table
+    measured = dataclasses.replace(dev, cluster_table=table)
+    rng = random.Random(7)
+    kernels = [_function(cp, dev, "matmul.cu", "matmul_tiled", {"TILE": 16}),
+               _function(cp, dev, "matmul.cu", "matmul_regblock", {}),
+               _function(cp, dev, "copy.cu", "copy_kernel", {})]
+    drv = cp.cuda.driver
+    mismatches, checked = [], 0
+    for _ in range(520):
+        _, fn = rng.choice(kernels)
+        regs = drv.funcGetAttribute(4, fn.kernel.ptr)
+        static = drv.funcGetAttribute(1, fn.kernel.ptr)
+        bound = drv.funcGetAttribute(0, fn.kernel.ptr)
+        threads = rng.choice([t for t in (32, 64, 128, 256, 512, 1024) if t <= bound])
+        dyn = rng.choice([0, rng.randrange(0, 60000)])
+        shape = rng.choice([(rng.randint(1, 16), 1, 1), (2, 2, 1), (4, 2, 1), (2, 4, 1), (4, 4, 1),
+                            (2, 2, 2), (8, 2, 1), (3, 3, 1)])
+        got = active_clusters(cp, fn, threads, dyn, shape)
+        r = solve(measured, threads, regs, static, dyn, max_threads_per_block=bound, cluster=shape)
+        assert r.cluster is not None
+        checked += 1
+        if r.cluster.active_clusters != got:
+            mismatches.append((threads, regs, static, dyn, shape, got, r.cluster.active_clusters))
+    assert checked >= 500 and not mismatches, mismatches[:5]
