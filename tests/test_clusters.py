@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from occupancy import load_device, solve
-from occupancy.clusters import cluster_occupancy, max_cluster_size
 from occupancy.cli import main
+from occupancy.clusters import cluster_occupancy, max_cluster_size
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "bench" / "clusters" / "cases.txt"
