@@ -27,6 +27,7 @@ EIATTR_REQNTID = 0x10
 EIATTR_MAXREG_COUNT = 0x1B
 EIATTR_REGCOUNT = 0x2F
 EIATTR_NUM_BARRIERS = 0x4C
+EIATTR_CTA_PER_CLUSTER = 0x3D  # __cluster_dims__(x, y, z), sm_90+
 EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
 
 _SHT_SYMTAB, _SHT_NOBITS = 2, 8
@@ -42,6 +43,7 @@ class CubinKernel:
     shared_bytes: int  # .nv.shared.<name> size as stored (sm_90+: includes the reserved 1 KB)
     barriers: int
     max_threads: int | None  # __launch_bounds__ max threads (x*y*z), None if unbounded
+    cluster_dims: tuple[int, int, int] | None = None  # __cluster_dims__, None if not fixed
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,11 @@ def parse_cubin(data: bytes) -> Cubin:
     kernels: dict[str, CubinKernel] = {}
     for fn, records in per_fn.items():
         barriers, max_threads = 0, None
+        cluster: tuple[int, int, int] | None = None
         for attr, val in records:
+            if attr == EIATTR_CTA_PER_CLUSTER and len(val) >= 12:
+                cx, cy, cz = struct.unpack_from("<III", val)
+                cluster = (cx, cy, cz)
             if attr == EIATTR_NUM_BARRIERS and val:
                 barriers = val[0]
             elif attr in (EIATTR_MAX_THREADS, EIATTR_REQNTID) and len(val) >= 12:
@@ -158,7 +164,7 @@ def parse_cubin(data: bytes) -> Cubin:
         if fn not in regs:
             continue  # a device function's info, not a kernel's
         kernels[fn] = CubinKernel(fn, regs[fn], frames.get(fn, 0), shared.get(fn, 0), barriers,
-                                  max_threads)
+                                  max_threads, cluster)
     return Cubin(arch, kernels)
 
 

@@ -58,6 +58,7 @@ class Device:
     aliases: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
     path: str | None = None  # the file it came from, None for a detected or built device
+    overrides: str | None = None  # the shipped profile a user profile replaces
 
     @property
     def cc_major(self) -> int:
@@ -80,7 +81,7 @@ class Device:
         """The profile's keys and values, in profile order (what `devices show --json` prints)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
-            if f.name == "path":
+            if f.name in ("path", "overrides"):
                 continue
             value = getattr(self, f.name)
             if isinstance(value, tuple):

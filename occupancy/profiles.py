@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterator
@@ -93,58 +94,79 @@ def _type_ok(value: Any, kind: Any) -> bool:
     return isinstance(value, kind)
 
 
-def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Device:
-    """Validate a parsed profile and build the Device; errors name file, line, key and fix."""
-    import math
+class _Problems:
+    """Every problem of one profile, reported at once in one line."""
 
-    def fail(message: str, key: str | None = None) -> ProfileError:
-        return ProfileError(message, path, doc.line(key) if key and doc else None)
+    def __init__(self, path: str, doc: YamlDoc | None) -> None:
+        self.path, self.doc = path, doc
+        self.items: list[tuple[int | None, str]] = []
+
+    def add(self, message: str, key: str | None = None) -> None:
+        self.items.append((self.doc.line(key) if key and self.doc else None, message))
+
+    def raise_if_any(self) -> None:
+        if not self.items:
+            return
+        if len(self.items) == 1:
+            line, msg = self.items[0]
+            raise ProfileError(msg, self.path, line)
+        parts = [(f"line {ln}: " if ln else "") + m for ln, m in
+                 sorted(self.items, key=lambda x: (x[0] or 0))]
+        raise ProfileError(f"{len(parts)} problems: " + "; ".join(parts), self.path)
+
+
+def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Device:
+    """Validate a parsed profile and build the Device; every problem is reported at once,
+    each with its line and key and the fix."""
+    import math
 
     if not isinstance(data, dict):
         raise ProfileError("a profile must be a mapping of keys to values (see README, "
                            "'Device profiles')", path)
+    errs = _Problems(path, doc)
     for key in data:
-        if key not in SCHEMA:
+        if key not in SCHEMA and key not in _LINK_KEYS:
             import difflib
 
             near = difflib.get_close_matches(str(key), SCHEMA, n=1)
             hint = f"; did you mean '{near[0]}'?" if near else "; see README, 'Device profiles'"
-            raise fail(f"unknown key '{inert(str(key))}'{hint}", str(key))
+            errs.add(f"unknown key '{inert(str(key))}'{hint}", str(key))
     for key, (kind, required, what) in SCHEMA.items():
         if key not in data or data[key] is None:
             if required:
-                raise ProfileError(f"missing key '{key}': add it ({what})", path)
+                errs.add(f"missing key '{key}': add it ({what})")
             continue
         value = data[key]
         if not _type_ok(value, kind):
-            raise fail(f"{key} must be {what}, got {inert(repr(value)[:40])}", key)
+            errs.add(f"{key} must be {what}, got {inert(repr(value)[:40])}", key)
+            continue
         if kind in (_INT, _FLOAT):
             if isinstance(value, float) and not math.isfinite(value):
-                raise fail(f"{key} must be a finite number, got {value!r}", key)
-            if value < 0 or (value == 0 and key not in _NON_NEGATIVE):
-                raise fail(f"{key} must be {what}, got {value!r}", key)
-            top = _PLAUSIBLE.get(key)
-            if top is not None and value > top:
-                raise fail(f"{key} = {value:,} is beyond any real GPU (at most {top:,}): fix "
-                           "the profile", key)
+                errs.add(f"{key} must be a finite number, got {value!r}", key)
+            elif value < 0 or (value == 0 and key not in _NON_NEGATIVE):
+                errs.add(f"{key} must be {what}, got {value!r}", key)
+            elif (top := _PLAUSIBLE.get(key)) is not None and value > top:
+                errs.add(f"{key} = {value:,} is beyond any real GPU (at most {top:,}): fix "
+                         "the profile", key)
         if kind in (list, dict, _STR) and len(value) > 256:
-            raise fail(f"{key} is too long ({len(value)} items or characters, at most 256)", key)
-    cc = data["compute_capability"]
-    if not re.fullmatch(r"\d+\.\d+", cc):
-        raise fail(f'compute_capability must be "major.minor", got {cc!r}', "compute_capability")
-    major = int(cc.split(".")[0])
-    if major >= 3:
+            errs.add(f"{key} is too long ({len(value)} items or characters, at most 256)", key)
+    errs.raise_if_any()
+    d = data
+    cc = d["compute_capability"]
+    major = int(cc.split(".")[0]) if re.fullmatch(r"\d+\.\d+", cc) else -1
+    if major < 0:
+        errs.add(f'compute_capability must be "major.minor", got {cc!r}', "compute_capability")
+    elif major >= 3:
         try:
             cc_row(cc)
         except UnknownComputeCapabilityError as exc:
-            raise fail(str(exc), "compute_capability") from None
+            errs.add(str(exc), "compute_capability")
     elif cc not in ("1.0", "1.1", "1.2", "1.3", "2.0", "2.1"):
-        raise fail(f"unknown compute capability {cc}", "compute_capability")
-    d = data
+        errs.add(f"unknown compute capability {cc}", "compute_capability")
 
     def require(cond: bool, key: str, message: str) -> None:
         if not cond:
-            raise fail(f"{key}: {message}", key)
+            errs.add(f"{key}: {message}", key)
 
     require(d["register_allocation"] in ("warp", "block"), "register_allocation",
             f"must be 'warp' or 'block', got {d['register_allocation']!r}")
@@ -161,27 +183,29 @@ def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Dev
             <= d["shared_memory_per_sm_bytes"], "shared_memory_per_block_optin_bytes",
             "plus the reserved smem per block must fit in shared_memory_per_sm_bytes")
     sizes = d["shared_memory_carveout_bytes"]
-    require(all(_type_ok(s, _INT) and s >= 0 for s in sizes), "shared_memory_carveout_bytes",
+    require(all(_type_ok(x, _INT) and x >= 0 for x in sizes), "shared_memory_carveout_bytes",
             "must list non-negative integers (bytes)")
-    require(list(sizes) == sorted(set(sizes)), "shared_memory_carveout_bytes",
-            "must be ascending without repeats")
-    require(not sizes or sizes[-1] == d["shared_memory_per_sm_bytes"],
-            "shared_memory_carveout_bytes",
-            "the largest size must equal shared_memory_per_sm_bytes")
+    if all(_type_ok(x, _INT) for x in sizes):
+        require(list(sizes) == sorted(set(sizes)), "shared_memory_carveout_bytes",
+                "must be ascending without repeats")
+        require(not sizes or sizes[-1] == d["shared_memory_per_sm_bytes"],
+                "shared_memory_carveout_bytes",
+                "the largest size must equal shared_memory_per_sm_bytes")
     missing = [k for k in SOURCED if k not in d["sources"]]
     if missing:
-        raise fail(f"sources: say where {', '.join(missing)} came from", "sources")
+        errs.add(f"sources: say where {', '.join(missing)} came from", "sources")
     aliases = d.get("aliases") or []
     require(all(isinstance(a, str) and a for a in aliases), "aliases",
             "must be a list of non-empty strings")
-    values: dict[str, Any] = {k: d.get(k) for k in SCHEMA}
-    values["aliases"] = tuple(a.lower() for a in aliases)
-    values["shared_memory_carveout_bytes"] = tuple(sizes)
     table = d.get("cluster_table") or []
     require(len(table) <= 64 and all(isinstance(row, list) and 1 <= len(row) <= 64
                                      and all(_type_ok(v, _INT) and 0 <= v <= 1 << 24 for v in row)
                                      for row in table), "cluster_table",
             "must be rows (blocks per SM 1, 2, ...) of non-negative integers (cluster size 1, 2, ...)")
+    errs.raise_if_any()
+    values: dict[str, Any] = {k: d.get(k) for k in SCHEMA}
+    values["aliases"] = tuple(a.lower() for a in aliases)
+    values["shared_memory_carveout_bytes"] = tuple(sizes)
     values["cluster_table"] = tuple(tuple(row) for row in table)
     # Absent (not null): the compute capability's own value, from cuda_occupancy.h's table.
     if major >= 3:
@@ -195,12 +219,61 @@ def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Dev
     return Device(**values, path=path)
 
 
-def load_profile(path: str | os.PathLike[str]) -> Device:
-    """Read and validate one YAML profile."""
+_LINK_KEYS = {"extends", "overrides"}
+# What a profile that extends another does not inherit: the SKU's own identity, and the
+# cluster table (placement differs between SKUs and even between chips).
+_NOT_INHERITED = {"name", "aliases", "cluster_table", "gpc_count", "overrides"}
+MAX_EXTENDS = 4
+
+
+def load_profile(path: str | os.PathLike[str], _chain: tuple[str, ...] = ()) -> Device:
+    """Read and validate one YAML profile. `extends: NAME|PATH` starts from another profile
+    and changes only the keys it gives; `overrides: NAME` replaces a shipped profile."""
     doc = read_yaml(path, ProfileError,
                     "give a profile path or a device name (occupancy devices lists them)",
                     what="profile")
-    return device_from_mapping(doc.data, display(path), doc)
+    shown = display(path)
+    data = doc.data
+    link: dict[str, str] = {}
+    if isinstance(data, dict):
+        for key in _LINK_KEYS & set(data):
+            v = data[key]
+            if not isinstance(v, str) or not v or len(v) > 256:
+                raise ProfileError(f"{key} must be a device name or a profile path", shown,
+                                   doc.line(key))
+            link[key] = v
+    if "extends" in link:
+        real = os.path.realpath(path)
+        if real in _chain or len(_chain) >= MAX_EXTENDS:
+            raise ProfileError(f"extends: a chain of more than {MAX_EXTENDS} profiles or a cycle "
+                               f"({' -> '.join(map(display, (*_chain, real)))})", shown,
+                               doc.line("extends"))
+        base = _base_profile(link["extends"], Path(path).parent, (*_chain, real), shown,
+                             doc.line("extends"))
+        merged = {k: v for k, v in base.to_dict().items() if k not in _NOT_INHERITED}
+        merged.update({k: v for k, v in data.items() if k not in _LINK_KEYS})
+        merged["sources"] = {**base.sources, **(data.get("sources") or {})} \
+            if isinstance(data.get("sources") or {}, dict) else data.get("sources")
+        data = merged
+    elif isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k != "overrides"}
+    dev = device_from_mapping(data, shown, doc)
+    return dataclasses.replace(dev, overrides=link["overrides"].lower()) if "overrides" in link else dev
+
+
+def _base_profile(ref: str, here: Path, chain: tuple[str, ...], shown: str, line: int | None
+                  ) -> Device:
+    if ref.endswith((".yaml", ".yml")) or "/" in ref or os.sep in ref:
+        p = Path(ref) if os.path.isabs(ref) else here / ref
+        return load_profile(p, chain)
+    for f in shipped_dir().glob("*.yaml"):
+        if f.stem.lower() == ref.lower():
+            return load_profile(f, chain)
+    try:
+        return _catalogue()[ref.lower()]
+    except KeyError:
+        raise ProfileError(f"extends: no shipped profile '{inert(ref)}' (occupancy devices lists "
+                           "them)", shown, line) from None
 
 
 def shipped_dir() -> Path:
@@ -243,17 +316,52 @@ def _load(path: Path) -> Device:
     return _load_cached(str(path), path.stat().st_mtime_ns)
 
 
-def all_devices() -> list[Device]:
-    """Every shipped and user profile; a user profile with a shipped name replaces it."""
-    by_key: dict[str, Device] = {}
-    for f in _profile_files():
-        dev = _load(f)
-        by_key[f.stem.lower()] = dev
-    return list(by_key.values())
-
-
 def _names(dev: Device, stem: str) -> set[str]:
     return {stem.lower(), dev.name.lower(), *dev.aliases}
+
+
+def _catalogue() -> dict[str, Device]:
+    """Every name and alias -> its device. Shipped names never collide (a test keeps it so);
+    a user profile that takes a shipped name or alias must say `overrides: THAT`, and then
+    replaces that shipped profile everywhere."""
+    shipped_files = sorted(shipped_dir().glob("*.yaml"))
+    names: dict[str, Device] = {}
+    owner: dict[str, str] = {}
+    for f in shipped_files:
+        dev = _load(f)
+        for n in _names(dev, f.stem):
+            names[n], owner[n] = dev, dev.key
+    shipped_keys = set(owner.values())
+    for f in _profile_files():
+        if f.parent == shipped_dir() or f in shipped_files:
+            continue
+        dev = _load(f)
+        # The file stem and the aliases are claims; a full name shared with a shipped
+        # profile (a copied file) stays the shipped one's.
+        claims = {f.stem.lower(), *dev.aliases}
+        taken = {owner[n] for n in claims if n in owner and owner[n] in shipped_keys}
+        if taken:
+            target = sorted(taken)[0]
+            allowed = {n for n, k in owner.items() if k in taken}
+            if dev.overrides is None or dev.overrides not in allowed:
+                raise ProfileError(f"it reuses the shipped name or alias of '{target}': add "
+                                   f"'overrides: {target}' to replace that profile, or rename it",
+                                   display(f))
+            # It takes over every name of the profile it replaces.
+            replaced = [n for n, k in owner.items() if k in taken]
+            claims |= set(replaced)
+            for n in replaced:
+                names[n], owner[n] = dev, dev.key
+        for n in _names(dev, f.stem):
+            if n not in names or n in claims:
+                names[n], owner[n] = dev, dev.key
+    return names
+
+
+def all_devices() -> list[Device]:
+    """Every shipped and user profile, once each (a user profile with `overrides:` replaces
+    the shipped one)."""
+    return list({id(d): d for d in _catalogue().values()}.values())
 
 
 def load_device(name: str | os.PathLike[str] | Device) -> Device:
@@ -264,16 +372,14 @@ def load_device(name: str | os.PathLike[str] | Device) -> Device:
     if text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text:
         return load_profile(text)
     wanted = text.strip().lower()
-    # A file named after the alias is found without parsing the others (fast start-up).
-    files = list(_profile_files())
-    for f in reversed(files):  # user profiles win
-        if f.stem.lower() == wanted:
-            return _load(f)
-    known: dict[str, Device] = {}
-    for f in files:
-        dev = _load(f)
-        for n in _names(dev, f.stem):
-            known[n] = dev
+    # A shipped file named after the alias is found without parsing the others (fast
+    # start-up), unless a user profile might claim that name.
+    user = [f for d in user_dirs() if d.is_dir() for f in d.glob("*.yaml")]
+    if not user:
+        for f in shipped_dir().glob("*.yaml"):
+            if f.stem.lower() == wanted:
+                return _load(f)
+    known = _catalogue()
     if wanted in known:
         return known[wanted]
     import difflib
@@ -281,7 +387,7 @@ def load_device(name: str | os.PathLike[str] | Device) -> Device:
     near = difflib.get_close_matches(wanted, known, n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(near)}? " if near else ""
     raise UnknownDeviceError(
-        f"unknown device '{text}': {hint}run 'occupancy devices' for the list, "
+        f"unknown device '{inert(text)}': {hint}run 'occupancy devices' for the list, "
         "or pass a profile path (-d my_gpu.yaml)"
     )
 

@@ -37,6 +37,7 @@ class KernelResources:
     # True where only the stack frame is known (a binary): local arrays and spills both
     # live there, so a non-zero frame may be spills.
     spills_unknown: bool = False
+    cluster_dims: tuple[int, int, int] | None = None  # __cluster_dims__ from the binary
 
     @property
     def spills(self) -> bool:

@@ -110,6 +110,7 @@ def resources_dict(res: KernelResources) -> dict[str, Any]:
         "barriers": res.barriers,
         "max_threads_per_block": res.max_threads_per_block,
         "min_blocks_per_sm": res.min_blocks_per_sm,
+        "cluster_dims": list(res.cluster_dims) if res.cluster_dims else None,
         "resources_source": res.source,
     }
 

@@ -290,7 +290,12 @@ def _cache_load(key: str) -> dict[str, KernelResources] | None:
         data = json.loads(path.read_text(encoding="utf-8"))
         if not _deps_unchanged(data["deps"]):
             return None
-        return {k: KernelResources(**v) for k, v in data["kernels"].items()}
+        out = {}
+        for k, v in data["kernels"].items():
+            dims = v.pop("cluster_dims", None)
+            out[k] = KernelResources(**v, cluster_dims=(int(dims[0]), int(dims[1]), int(dims[2]))
+                                     if dims else None)
+        return out
     except (OSError, ValueError, TypeError, KeyError, AssertionError, AttributeError):
         return None  # missing or corrupt: compile again
 
@@ -379,7 +384,8 @@ def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None
             continue  # a device function compiled with -rdc, not a kernel
         entry = bounds.get(name)
         out[name] = replace(res, source=label, max_threads_per_block=k.max_threads,
-                            min_blocks_per_sm=entry.min_blocks if entry else None)
+                            min_blocks_per_sm=entry.min_blocks if entry else None,
+                            cluster_dims=k.cluster_dims)
     return out
 
 
@@ -591,7 +597,8 @@ def _cubin_resources(data: bytes, label: str, reserved: int = 1024
     for name, k in cub.kernels.items():
         out[name] = KernelResources(name, k.registers, static_shared_from_cubin(k, cub.arch, reserved),
                                     k.barriers, k.stack_frame_bytes, 0, 0, k.max_threads,
-                                    f"{label} {cub.arch}", spills_unknown=True)
+                                    f"{label} {cub.arch}", spills_unknown=True,
+                                    cluster_dims=k.cluster_dims)
     return cub.arch, out
 
 

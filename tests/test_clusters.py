@@ -116,3 +116,18 @@ def test_check_cluster_key(tmp_path: Path) -> None:
     h200, a100 = data["results"]
     assert h200["ok"] and h200["active_clusters"] == 132 and h200["cluster"] == [2, 1, 1]
     assert not a100["ok"] and "compute capability 9.0" in a100["problems"][0]
+
+
+def test_cluster_dims_from_the_build(tmp_path: Path) -> None:
+    from occupancy.toolchain import nvcc_path
+
+    if nvcc_path() is None:
+        pytest.skip("nvcc not found")
+    m = tmp_path / "m.yaml"
+    src = ROOT / "tests" / "fixtures" / "project" / "src" / "cluster.cu"
+    m.write_text(f"devices: [h200]\nkernels:\n  - {{name: paired, source: {src}, block: 128}}\n")
+    data = json.loads(run("check", str(m), "--format", "json").stdout)  # type: ignore[attr-defined]
+    (v,) = data["results"]
+    assert v["ok"] and v["cluster"] == [2, 1, 1] and v["active_clusters"] == 528
+    rows = json.loads(run("resources", str(src), "--arch", "sm_90", "--json").stdout)  # type: ignore[attr-defined]
+    assert rows[0]["cluster_dims"] == [2, 1, 1]

@@ -176,3 +176,60 @@ def test_detected_profile_round_trips(tmp_path: Path) -> None:
     again = load_profile(p)
     assert again.to_dict() == dev.to_dict()
     assert yaml.safe_load(p.read_text())["compute_capability"] == "8.6"
+
+
+def test_shipped_aliases_never_collide_and_new_profiles_load() -> None:
+    seen: dict[str, str] = {}
+    for f in sorted(shipped_dir().glob("*.yaml")):
+        dev = load_profile(f)
+        for n in {f.stem.lower(), *dev.aliases}:
+            assert n not in seen, (n, f.name, seen.get(n))
+            seen[n] = f.name
+    for key in ("a100-80gb", "h100-pcie", "l4", "l40s", "a10", "gh200", "rtx6000ada"):
+        dev = load_device(key)
+        assert dev.key == key and dev.sources, key
+
+
+def test_extends_changes_only_the_keys_it_gives() -> None:
+    base, child = load_device("a100").to_dict(), load_device("a100-80gb").to_dict()
+    differ = {k for k in base if base[k] != child[k]}
+    assert differ == {"name", "aliases", "dram_bandwidth_gb_s", "sources"}
+    assert child["sources"]["sm_count"] == base["sources"]["sm_count"]
+    assert load_device("h100-pcie").sm_count == 114
+    assert load_device("l4").compute_capability == "8.9"
+    assert load_device("gh200").cluster_table == ()  # a measured table is a chip's own
+
+
+def test_extends_errors(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("extends: b.yaml\nname: A\n")
+    b.write_text("extends: a.yaml\nname: B\n")
+    with pytest.raises(ProfileError, match="cycle"):
+        load_profile(a)
+    a.write_text("extends: nosuchgpu\nname: A\n")
+    with pytest.raises(ProfileError, match="no shipped profile 'nosuchgpu'"):
+        load_profile(a)
+
+
+def test_user_profile_reusing_a_shipped_alias(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OCCUPANCY_PROFILES", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "none"))
+    (tmp_path / "mine.yaml").write_text("extends: a100\nname: My A100\naliases: [a100]\nsm_count: 100\n")
+    with pytest.raises(ProfileError, match="overrides: a100"):
+        load_device("a100")
+    (tmp_path / "mine.yaml").write_text(
+        "extends: a100\noverrides: a100\nname: My A100\naliases: [a100]\nsm_count: 100\n")
+    assert load_device("a100").sm_count == 100 and load_device("ga100").sm_count == 100
+    assert sum(d.name == "My A100" for d in all_devices()) == 1
+    assert not any(d.name == "NVIDIA A100 SXM4 40GB" for d in all_devices())
+
+
+def test_every_problem_at_once(tmp_path: Path) -> None:
+    text = _v100_text().replace("sm_count: 80", "sm_count: -3").replace(
+        "warp_size: 32", "warp_size: .nan").replace("register_allocation: warp", "regalloc: warp")
+    p = _write(tmp_path, "bad.yaml", text)
+    with pytest.raises(ProfileError) as info:
+        load_profile(p)
+    msg = str(info.value)
+    assert "problems:" in msg and "sm_count" in msg and "warp_size" in msg and "regalloc" in msg
+    assert "\n" not in msg
