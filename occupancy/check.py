@@ -130,7 +130,7 @@ class Verdict:
         return self.resources.source if self.resources else ""
 
 
-class _EntryError(Exception):
+class _EntryError(OccupancyError):
     def __init__(self, message: str, line: int | None) -> None:
         super().__init__(message)
         self.line = line
@@ -199,6 +199,16 @@ def _flags(v: Any, line: int | None) -> tuple[str, ...]:
     except OccupancyError as exc:
         raise _EntryError(str(exc), line) from None
     return (*fl, *[f"-D{k}={val}" for k, val in defs.items()])
+
+
+def _defines_raw(v: Any, line: int | None) -> dict[str, Any]:
+    """A defines mapping with C-identifier names; values as written (typed later)."""
+    if not isinstance(v, dict) or len(v) > 1024:
+        raise _EntryError("defines must be a mapping, e.g. {TILE: 32, USE_FAST: true}", line)
+    try:
+        return {check_define_name(k, "defines"): val for k, val in v.items()}
+    except OccupancyError as exc:
+        raise _EntryError(str(exc), line) from None
 
 
 def _defines(v: Any, line: int | None) -> dict[str, str]:
@@ -383,6 +393,11 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     except _EntryError as exc:
         raise ManifestError(str(exc), spath, exc.line) from None
     kernels = data.get("kernels")
+    if isinstance(kernels, list) and kernels and all(isinstance(k, dict) and "space" in k
+                                                     for k in kernels):
+        raise ManifestError("every kernel here is a tuning entry (it has 'space:'): rank one with "
+                            "occupancy tile MANIFEST --kernel NAME -d DEVICE", spath,
+                            doc.line("kernels"))
     if not isinstance(kernels, list) or not kernels:
         raise ManifestError("'kernels:' must be a non-empty list of kernel entries", spath,
                             doc.line("kernels"))
@@ -392,6 +407,8 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     specs: list[KernelSpec] = []
     for i, entry in enumerate(kernels):
         start = doc.line("kernels", i) or 1
+        if isinstance(entry, dict) and "space" in entry:
+            continue  # a tuning entry: `occupancy tile MANIFEST --kernel NAME` ranks it
         try:
             if not isinstance(entry, dict):
                 raise _EntryError(f"kernel entry {i + 1} must be a mapping with at least name and "

@@ -419,30 +419,71 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     _console().print(resources_table(listed))
 
 
+def _sets(values: tuple[str, ...]) -> dict[str, int]:
+    out = {}
+    for v in values:
+        name, sep, num = v.partition("=")
+        if not sep or not name.isidentifier() or not num.isdigit() or len(num) > 10:
+            raise InputError(f"--set {v!r}: use NAME=INTEGER, e.g. --set M=2048")
+        out[name] = int(num)
+    return out
+
+
 @main.command()
-@click.argument("kernel", type=click.Choice(["matmul", "transpose"]))
+@click.argument("target", metavar="matmul|transpose|MANIFEST")
 @device_option
+@click.option("--kernel", default=None, metavar="NAME",
+              help="The tuning entry of MANIFEST to rank (one with a 'space:').")
 @click.option("-n", "size", type=click.IntRange(1, INT32_MAX), default=4096, show_default=True,
-              help="Matrix size (n x n); any n, edge tiles are guarded.")
+              help="Matrix size (n x n) for the shipped families; any n, edge tiles are guarded.")
+@click.option("--set", "sets", multiple=True, metavar="NAME=N",
+              help="Override a problem size of the manifest, e.g. --set M=2048 (repeat).")
+@click.option("--max-points", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True,
+              help="Refuse spaces larger than this before compiling anything.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "kernel_tuner"]),
+              default=None, help="kernel_tuner: the pruned space as restrictions, as JSON.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
 @translate_errors
-def tile(kernel: str, device: str, size: int, as_json: bool) -> None:
-    """Which tile size? Every candidate of a kernel family, predicted, and the pick.
+def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[str, ...],
+         max_points: int, fmt: str | None, as_json: bool) -> None:
+    """Which tile size? The shipped families, or the tuning space of your own kernel.
 
-    Registers come from compiling kernels/KERNEL.cu for the device's architecture
-    (nvcc 13 for sm_75+, NVRTC + ptxas 12.9 for sm_50-sm_72; estimates otherwise).
-    Example: occupancy tile matmul -d gtx1080 -n 4096
+    `occupancy tile matmul -d gtx1080 -n 4096`: every candidate of kernels/matmul.cu.
+    `occupancy tile tune.yaml --kernel sgemm2d -d h200`: every point of the manifest
+    entry's space, compiled for the device (registers from the real compiler), solved,
+    pruned (cannot launch, spills) and ranked by the model, with the pick and why.
     """
-    from .advisor import analyze, report_dict
     from .profiles import load_device
 
-    report = analyze(load_device(device), kernel, size)
-    if as_json:
-        _emit_json(report_dict(report))
-        return
-    from .render import tile_view
+    dev = load_device(device)
+    fmt = "json" if as_json else (fmt or "text")
+    if target in ("matmul", "transpose") and kernel is None:
+        from .advisor import analyze, report_dict
 
-    _console().print(tile_view(report))
+        report = analyze(dev, target, size)
+        if fmt != "text":
+            _emit_json(report_dict(report))
+            return
+        from .render import tile_view
+
+        _console().print(tile_view(report))
+        return
+    if kernel is None:
+        raise InputError(f"{target}: give --kernel NAME (a tuning entry of the manifest), or "
+                         "matmul / transpose for the shipped families")
+    from .tuning import load_tuning, points, rank
+
+    spec = load_tuning(target, kernel, _sets(sets))
+    pts, removed = points(spec, max_points)
+    rep = rank(spec, dev, pts, removed)
+    if fmt != "text":
+        from .serialize import tune_dict
+
+        _emit_json(tune_dict(rep, kernel_tuner=fmt == "kernel_tuner"))
+        return
+    from .render import tune_view
+
+    _console().print(tune_view(rep))
 
 
 @main.command()

@@ -148,3 +148,44 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
                       min(mem_hiding, fma_hiding) if bound != "fp32" else fma_hiding,
                       wave_eff, dram_bytes, l2_bytes,
                       k.flops / dram_bytes if dram_bytes else 0.0)
+
+
+# --- any kernel, from the work a tuning manifest declares -------------------------------------
+
+
+def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: float,
+                 dram_bytes: float, registers_per_thread: int) -> Prediction:
+    """Predicted time of a user's kernel from its declared work (FLOPs, DRAM bytes) and its
+    occupancy: the FP32 and DRAM roofs, each slowed where the resident warps cannot hide
+    latency (the same Little's-law terms as `predict`), combined as there, with wave
+    quantization. Independent work per thread is taken from its registers (a thread that
+    holds 64 accumulators has ~2 FMAs in flight per 32 registers)."""
+    clock = dev.boost_clock_mhz * 1e6
+    sms = dev.sm_count
+    fp32 = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
+    dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
+            * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
+    resident = max(occ.active_blocks_per_sm, 1) * sms
+    blocks_per_sm = min(max(occ.active_blocks_per_sm, 1), -(-grid_blocks // sms))
+    warps = max(blocks_per_sm * max(occ.warps_per_block, 1), 1)
+    ilp = max(1, registers_per_thread // 32)
+    fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
+    in_flight = warps * 128.0 * ilp
+    need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / clock * DRAM_LATENCY_CLOCKS
+    mem_hiding = 1 - math.exp(-in_flight / need_dram)
+    busy = min(sms, grid_blocks) / sms
+    roofs = {"fp32": fp32 / busy / fma_hiding, "lsu": 0.0, "l2": 0.0,
+             "dram": dram / mem_hiding, "scatter": 0.0}
+    hi, lo = max(roofs["fp32"], roofs["dram"]), min(roofs["fp32"], roofs["dram"])
+    seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
+    waves = -(-grid_blocks // resident)
+    wave_eff = grid_blocks / (waves * resident)
+    if 1 < waves <= 2 and roofs["fp32"] >= roofs["dram"]:
+        seconds /= wave_eff
+    else:
+        wave_eff = 1.0
+    bound = max(roofs, key=lambda r: roofs[r])
+    return Prediction(seconds * 1e3 + LAUNCH_OVERHEAD_MS, bound,
+                      {r: v * 1e3 for r, v in roofs.items()},
+                      fma_hiding if bound == "fp32" else mem_hiding, wave_eff, dram_bytes, 0.0,
+                      flops / dram_bytes if dram_bytes else 0.0)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .best import BestAnswer
     from .check import Verdict
     from .toolchain import ListedKernel
+    from .tuning import TuneReport
 
 _LABEL = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory",
           "blocks": "blocks", "barriers": "barriers", "virtual_resources": "virtual resources"}
@@ -503,3 +504,53 @@ def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str]) -> 
         lines += [f"  - name: {json.dumps(name)}", f"    {kind}: {json.dumps(file)}",
                   f"    function: {json.dumps(fn)}", "    block: 256  # set: threads per block"]
     return "\n".join(lines) + "\n"
+
+
+def tune_view(rep: TuneReport) -> RenderableType:
+    from .safety import inert
+    from .tuning import MODEL_ERROR
+
+    dev, spec = rep.device, rep.spec
+    prob = ", ".join(f"{k} = {v:,}" for k, v in spec.problem.items())
+    head = Text(f"{inert(spec.name)} ({prob}) on {dev.name} (CC {dev.compute_capability})",
+                style="bold")
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
+    for col, just in (("#", "right"), ("params", "left"), ("block", "right"), ("regs", "right"),
+                      ("smem B", "right"), ("blk/SM", "right"), ("occ.", "right"),
+                      ("pred. ms", "right"), ("bound", "left")):
+        t.add_column(col, justify=just, no_wrap=col != "params")  # type: ignore[arg-type]
+    ranked = [r for r in rep.ranked if not r.pruned]
+    for i, r in enumerate(ranked, start=1):
+        res, occ, p = r.resources, r.occupancy, r.prediction
+        assert res is not None and occ is not None
+        mark = "*" if r is rep.recommended else ""
+        t.add_row(f"{mark}{i}", inert(" ".join(f"{k}={v}" for k, v in r.point.params.items())),
+                  "x".join(map(str, r.point.block)), str(res.registers_per_thread),
+                  f"{res.static_shared_memory + r.point.dynamic_shared_memory:,}",
+                  str(occ.active_blocks_per_sm), _pct(occ.occupancy),
+                  f"{p.predicted_ms:.3f}" if p else "-", p.bound if p else "-")
+    parts: list[RenderableType] = [head, t]
+    best = rep.recommended
+    if best is not None:
+        why = (f"registers from {best.resources.source}" if best.resources else "")
+        if rep.ties:
+            names = "; ".join(" ".join(f"{k}={v}" for k, v in r.point.params.items())
+                              for r in rep.ties)
+            parts.append(Text(f"A tie: {len(rep.ties)} points are within the model's error "
+                              f"({MODEL_ERROR:.0%}) of the best: {inert(names)}. "
+                              "`occupancy measure` decides."))
+        else:
+            parts.append(Text("Recommended: " + inert(" ".join(
+                f"{k}={v}" for k, v in best.point.params.items())) + f" ({why})"))
+    pruned = [r for r in rep.ranked if r.pruned]
+    if pruned:
+        parts.append(Text(f"Pruned {len(pruned)}:", style="bold"))
+        parts += [Text(inert(" ".join(f"{k}={v}" for k, v in r.point.params.items()) + ": "
+                             + "; ".join(r.reasons))) for r in pruned[:20]]
+        if len(pruned) > 20:
+            parts.append(Text(f"... and {len(pruned) - 20} more (--json lists all)"))
+    if rep.restricted_out:
+        parts.append(Text(f"restrict removed {rep.restricted_out} points before compiling"))
+    parts += [Text(n) for n in rep.notes]
+    return Group(*parts)
+

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from .clusters import ClusterResult
     from .resources import KernelResources
     from .toolchain import ListedKernel
+    from .tuning import Ranked, TuneReport
 
 
 def result_dict(dev: Device, r: OccupancyResult, block: tuple[int, ...] | None = None,
@@ -117,3 +118,45 @@ def resources_dict(res: KernelResources) -> dict[str, Any]:
 
 def listed_dict(k: ListedKernel) -> dict[str, Any]:
     return {"file": k.file, "arch": k.arch, **resources_dict(k.resources)}
+
+
+def tune_dict(rep: TuneReport, kernel_tuner: bool = False) -> dict[str, Any]:
+    """`tile MANIFEST --kernel NAME --json`: every point, the pick, the ties, the pruned."""
+    from .tuning import kernel_tuner_restrictions
+
+    def cand(r: Ranked) -> dict[str, Any]:
+        res, occ, pred, pt = r.resources, r.occupancy, r.prediction, r.point
+        return {
+            "params": dict(pt.params), "function": pt.function,
+            "threads_per_block": pt.threads, "block": list(pt.block), "grid": list(pt.grid),
+            "registers_per_thread": res.registers_per_thread if res else None,
+            "static_shared_memory": res.static_shared_memory if res else None,
+            "dynamic_shared_memory": pt.dynamic_shared_memory,
+            "spill_bytes": res.spill_bytes if res else None,
+            "can_launch": r.can_launch, "pruned": r.pruned, "reasons": list(r.reasons),
+            "active_blocks_per_sm": occ.active_blocks_per_sm if occ else None,
+            "occupancy": occ.occupancy if occ else None,
+            "waves": (-(-pt.grid_blocks // (occ.active_blocks_per_sm * rep.device.sm_count))
+                      if occ and occ.active_blocks_per_sm else None),
+            "predicted_ms": pred.predicted_ms if pred else None,
+            "bound": pred.bound if pred else None,
+            "resources_source": res.source if res else None,
+        }
+
+    best = rep.recommended
+    out: dict[str, Any] = {
+        "kernel": rep.spec.name, "device": rep.device.key, "problem": dict(rep.spec.problem),
+        "candidates": [cand(r) for r in rep.ranked],
+        "recommended": None if best is None else {"params": dict(best.point.params),
+                                                   "function": best.point.function,
+                                                   "predicted_ms": best.prediction.predicted_ms
+                                                   if best.prediction else None},
+        "tie": [dict(r.point.params) for r in rep.ties],
+        "pruned": sum(r.pruned for r in rep.ranked),
+        "restricted_out": rep.restricted_out,
+        "notes": list(rep.notes),
+    }
+    if kernel_tuner:
+        out["tune_params"] = {k: list(v) for k, v in rep.spec.space.items()}
+        out["restrictions"] = kernel_tuner_restrictions(rep)
+    return out

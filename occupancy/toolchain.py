@@ -320,18 +320,21 @@ def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterabl
 # --- compiling -------------------------------------------------------------------------------
 
 
-def _first_errors(text: str, build: Build, tmp: str | None = None) -> str:
+def _first_errors(text: str, build: Build, tmp: str | None = None,
+                  also: Mapping[str, str] | None = None) -> str:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     errs = [ln for ln in lines if re.search(r"\berror\b|fatal", ln, re.IGNORECASE)] or lines
     msg = " | ".join(ln.strip() for ln in errs[:_ERROR_LINES])[:600]
+    for path, shown in (also or {}).items():
+        msg = msg.replace(path, shown)
     msg = msg.replace(build.source, build.shown)
     if tmp:
         msg = msg.replace(tmp + os.sep, "")
     return inert(msg) if msg else "failed without a message"
 
 
-def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None
-         ) -> subprocess.CompletedProcess[str]:
+def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None,
+         also: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", cwd=cwd,
                            timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -341,19 +344,42 @@ def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None
         raise CompilerUnavailable(f"{what} cannot run: {exc.strerror}") from None
     if r.returncode != 0:
         raise CompileError(f"{inert(build.shown)} for {build.arch}: {what}: "
-                           f"{_first_errors(r.stderr + r.stdout, build, cwd)}")
+                           f"{_first_errors(r.stderr + r.stdout, build, cwd, also)}")
     return r
 
 
+def _instantiating_wrapper(build: Build) -> str:
+    """A .cu that includes the source and takes the address of every name expression, which
+    makes nvcc instantiate those template kernels (as NVRTC's name expressions do). Kept in
+    the cache folder under a name made from its content, so its path is stable."""
+    lines = [f'#include "{build.source}"',
+             "static void* const occupancy_instances_[] = {",
+             *[f"    (void*)&{e}," for e in build.name_expressions], "};"]
+    text = "\n".join(lines) + "\n"
+    d = cache_dir().parent / "wrappers"
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{hashlib.sha256(text.encode()).hexdigest()[:32]}.cu"
+    if not path.is_file() or path.read_text() != text:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return safe_path(path, "the compile cache folder")
+
+
 def _nvcc_build(build: Build, c: Compiler) -> tuple[dict[str, KernelResources], list[str]]:
+    source = build.source
+    if build.name_expressions:
+        source = _instantiating_wrapper(build)
     with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
         cubin, deps = os.path.join(tmp, "k.cubin"), os.path.join(tmp, "k.d")
         cmd = [c.path, "-cubin", f"-arch={build.arch}", "-Xptxas", "-v", *_ptxas_x(build),
                *[f for f in build.flags if not f.startswith("-Xptxas=")],
                *[f"-I{d}" for d in build.include_dirs],
-               *[f"-D{k}={v}" for k, v in build.defines], "-MD", "-MF", deps, build.source,
+               *[f"-D{k}={v}" for k, v in build.defines], "-MD", "-MF", deps, source,
                "-o", cubin]
-        r = _run(cmd, build, c.label, cwd=tmp)
+        r = _run(cmd, build, c.label, cwd=tmp,
+                 also={source: "the instantiation of " + ", ".join(build.name_expressions)}
+                 if source != build.source else None)
         data = Path(cubin).read_bytes()
         dep_text = Path(deps).read_text(errors="replace") if os.path.exists(deps) else ""
     files = [p.replace("\\ ", " ") for p in re.split(r"(?<!\\)\s+", dep_text.split(":", 1)[-1])
