@@ -222,3 +222,82 @@ def kind_of(data: bytes) -> str:
     if ".version" in head and ".target" in head:
         return "ptx"
     return "unknown"
+
+
+# --- SASS: the instruction mix of a kernel's hottest loop ------------------------------------
+
+_SASS_FUNC = re.compile(r"^\.text\.(\S+):\s*$")
+_SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
+_SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
+                        r"(?:.*?`\((\.L_x_\d+)\))?")
+MIX_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg", "bar",
+            "loop")
+
+
+def _width(suffix: str | None) -> int:
+    """Wavefronts of one warp-wide shared access by its width (.64: 2, .128: 4)."""
+    if suffix and ".128" in suffix:
+        return 4
+    if suffix and ".64" in suffix:
+        return 2
+    return 1
+
+
+def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Per function of `nvdisasm` output: the static instruction mix of its hottest loop
+    (the backward-branch body with the most FFMAs, else the most instructions), or of the
+    whole function when it has no loop. Static counts of an unrolled loop body stand in for
+    the dynamic mix: the loop is where the time goes."""
+    funcs: dict[str, list[tuple[int, str, str | None, str | None]]] = {}
+    labels: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    pending: list[str] = []
+    for line in sass.splitlines():
+        m = _SASS_FUNC.match(line.strip())
+        if m:
+            current = m.group(1)
+            funcs[current], labels[current], pending = [], {}, []
+            continue
+        if current is None:
+            continue
+        m = _SASS_LABEL.match(line.strip())
+        if m:
+            pending.append(m.group(1))
+            continue
+        m = _SASS_INSN.match(line)
+        if m:
+            addr = int(m.group(1), 16)
+            for lab in pending:
+                labels[current][lab] = addr
+            pending = []
+            funcs[current].append((addr, m.group(2), m.group(3), m.group(4)))
+    out = {}
+    for fn, insns in funcs.items():
+        loops = []
+        for addr, op, _, target in insns:
+            if op == "BRA" and target in labels[fn] and labels[fn][target] < addr:
+                body = [i for i in insns if labels[fn][target] <= i[0] <= addr]
+                loops.append(body)
+        body = max(loops, key=lambda b: (sum(i[1] == "FFMA" for i in b), len(b))) if loops else \
+            [i for i in insns if i[1] not in ("NOP", "BRA", "EXIT")]
+        mix = dict.fromkeys(MIX_KEYS, 0)
+        mix["loop"] = int(bool(loops))
+        for _, op, suffix, _ in body:
+            mix["total"] += 1
+            if op == "FFMA":
+                mix["ffma"] += 1
+                mix["fp32"] += 1
+            elif op in ("FADD", "FMUL"):
+                mix["fp32"] += 1
+            elif op in ("LDS", "LDSM"):
+                mix["lds_wavefronts"] += _width(suffix)
+            elif op == "STS":
+                mix["sts_wavefronts"] += _width(suffix)
+            elif op in ("LDG", "LD"):
+                mix["ldg"] += 1
+            elif op in ("STG", "ST"):
+                mix["stg"] += 1
+            elif op == "BAR":
+                mix["bar"] += 1
+        out[fn] = tuple(mix.items())
+    return out

@@ -535,52 +535,97 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
 
 
 @main.command()
-@click.argument("kernel", type=click.Choice(["matmul", "transpose", "all"]), default="all")
+@click.argument("target", default="all", metavar="[matmul|transpose|all|MANIFEST]")
+@click.option("--kernel", default=None, metavar="NAME",
+              help="With a MANIFEST: the tuning entry to measure.")
 @click.option("-n", "size", type=click.IntRange(64, 65536), default=None,
               help="Matrix size (default: 4096 for matmul, 8192 for transpose).")
 @click.option("--tiles", default=None, metavar="LABEL,...",
               help="Only these candidates (labels as `occupancy tile` prints them).")
+@click.option("--top", type=click.IntRange(1, 10_000), default=None, metavar="K",
+              help="With a MANIFEST: only the K best predicted points (default: all launchable).")
+@click.option("--set", "sets", multiple=True, metavar="NAME=N",
+              help="Override a problem size of the manifest (repeat).")
+@click.option("--store", default=None, metavar="FILE.json",
+              help="With a MANIFEST: keep the fastest params per kernel, problem and GPU here.")
 @click.option("--reps", type=click.IntRange(3, 10_000), default=20, show_default=True,
               help="Timed runs per kernel (median reported).")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Also write the JSON record to this file.")
 @translate_errors
-def measure(kernel: str, size: int | None, tiles: str | None, reps: int, as_json: bool,
+def measure(target: str, kernel: str | None, size: int | None, tiles: str | None,
+            top: int | None, sets: tuple[str, ...], store: str | None, reps: int, as_json: bool,
             output: str | None) -> None:
-    """Launch the shipped kernels on the GPU: verify, time, compare with the model.
+    """Launch kernels on the GPU: verify, time, compare with the model.
 
-    Needs CuPy and an NVIDIA GPU (pip install 'occupancy[gpu]') and nvcc. For every
-    candidate: predicted and driver occupancy, predicted and measured time, the
-    achieved rate and the percent of the ceilings measured in the same run.
+    The shipped families (matmul, transpose), or the tuning space of your own kernel:
+    `occupancy measure tune.yaml --kernel sgemm2d --top 8 --store best.json`. Needs CuPy
+    and an NVIDIA GPU (pip install 'occupancy[gpu]') and a compiler. For every candidate:
+    predicted and driver occupancy, predicted and measured time.
     """
+    import json
+
     from .gpu import cupy_module
-    from .gpu import measure as run_measure
 
     cupy_module("measure")  # fail fast, before anything else, without CuPy or a GPU
-    kernels = ["matmul", "transpose"] if kernel == "all" else [kernel]
-    labels = [t.strip() for t in tiles.split(",")] if tiles else None
     from rich.console import Console
     from rich.progress import Progress
 
+    inputs: list[str] = []
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("measuring", total=1)
 
         def progress(i: int, total: int, what: str) -> None:
             bar.update(task, completed=i, total=total, description=what)
 
-        data = run_measure(kernels, size or 4096, size or 8192, labels, reps, progress)
-    if output:
-        import json
+        if target in ("matmul", "transpose", "all") and kernel is None:
+            from .gpu import measure as run_measure
 
-        write_output(output, json.dumps(data, indent=2) + "\n")
+            kernels = ["matmul", "transpose"] if target == "all" else [target]
+            labels = [t.strip() for t in tiles.split(",")] if tiles else None
+            data = run_measure(kernels, size or 4096, size or 8192, labels, reps, progress)
+            tuning = False
+        else:
+            if kernel is None:
+                raise InputError(f"{target}: give --kernel NAME (a tuning entry), or matmul / "
+                                 "transpose / all for the shipped families")
+            from .device import from_cuda_properties
+            from .gpu import device_properties, measure_tuning
+            from .tuning import load_tuning, points, rank
+
+            spec = load_tuning(target, kernel, _sets(sets))
+            inputs.append(target)
+            dev = from_cuda_properties(device_properties(0))
+            pts, removed = points(spec)
+            data = measure_tuning(spec, rank(spec, dev, pts, removed), top, reps, progress)
+            tuning = True
+    if output:
+        write_output(output, json.dumps(data, indent=2) + "\n", inputs)
+    if tuning and store and data["fastest"]:
+        from .tuning import read_store, store_key
+
+        book = read_store(store)
+        book["entries"][store_key(data["kernel"], data["problem"], data["device"],
+                                  data["compute_capability"])] = {
+            **data["fastest"], "kernel": data["kernel"], "problem": data["problem"],
+            "device": data["device"], "compute_capability": data["compute_capability"],
+            "driver_version": data["driver_version"], "runtime_version": data["runtime_version"],
+            "date": data["date"]}
+        write_output(store, json.dumps(book, indent=2) + "\n", inputs)
     if as_json:
         _emit_json(data)
+    elif tuning:
+        from .render import measure_tuning_view
+
+        _console().print(measure_tuning_view(data))
     else:
         from .render import measure_view
 
         _console().print(measure_view(data))
-    bad = [r["label"] for r in data["results"] if not r["verified"] or not r["occupancy_match"]]
+    bad = ([" ".join(f"{k}={v}" for k, v in r["params"].items()) for r in data["results"]
+            if r["verified"] is False or not r["occupancy_match"]] if tuning else
+           [r["label"] for r in data["results"] if not r["verified"] or not r["occupancy_match"]])
     if bad:
         click.echo(f"problem: {', '.join(bad)} failed verification or occupancy", err=True)
         sys.exit(EXIT_PROBLEM)

@@ -373,3 +373,132 @@ def measure_cluster_table(cupy: Any, dev: Any) -> tuple[tuple[int, ...], ...]:
         rows.append(tuple(active_clusters(cupy, fn, 32, lo, (s, 1, 1))
                           for s in range(1, dev.max_cluster_size + 1)))
     return tuple(rows)
+
+
+# --- a user's tuning space, measured --------------------------------------------------------
+
+_SCALAR_TYPES = {"int": "int32", "unsigned int": "uint32", "unsigned": "uint32",
+                 "long": "int64", "long long": "int64", "unsigned long": "uint64",
+                 "unsigned long long": "uint64", "size_t": "uint64", "float": "float32",
+                 "double": "float64", "short": "int16", "char": "int8", "bool": "bool"}
+
+
+def _launch_args(cupy: Any, spec: Any, env: dict[str, Any], params: list[str], rng: Any
+                 ) -> tuple[list[Any], dict[str, Any], list[str]]:
+    """(kernel arguments, arrays by name, names of the output arrays) from `args`."""
+    import math as _math
+
+    from .expr import integer
+    from .tuning import DTYPES, ArrayArg
+
+    cp = cupy
+    args: list[Any] = []
+    arrays: dict[str, Any] = {}
+    outputs: list[str] = []
+    for j, (a, ptype) in enumerate(zip(spec.args, params, strict=True)):
+        if isinstance(a, ArrayArg):
+            shape = tuple(integer(s, env, f"args[{j}].shape") for s in a.shape)
+            if _math.prod(shape) * DTYPES[a.dtype] > 64 << 30 or min(shape) <= 0:
+                raise OccupancyError(f"args[{j}]: array {a.name} of shape {shape} does not fit "
+                                     "(at most 64 GiB, positive sizes)")
+            dtype = getattr(cp, a.dtype)
+            if a.output:
+                arr = cp.full(shape, cp.nan, dtype=dtype) if "float" in a.dtype else \
+                    cp.zeros(shape, dtype=dtype)
+                outputs.append(a.name)
+            elif "float" in a.dtype:
+                arr = rng.standard_normal(shape, dtype=cp.float32).astype(dtype)
+            else:
+                arr = rng.integers(0, 100, shape).astype(dtype)
+            arrays[a.name] = arr
+            args.append(arr)
+        else:
+            base = " ".join(t for t in ptype.replace("const", "").split() if t)
+            kind = _SCALAR_TYPES.get(base)
+            if kind is None:
+                raise OccupancyError(f"args[{j}]: the kernel's parameter {j} is {ptype}, which "
+                                     "measure cannot fill from a number")
+            args.append(getattr(cp, kind)(a(env)))
+    return args, arrays, outputs
+
+
+def measure_tuning(spec: Any, report: Any, top: int | None, reps: int,
+                   progress: Any = None) -> dict[str, Any]:
+    """Launch the top-K predicted points of a tuning report on GPU 0: random inputs from
+    `args`, verified against `reference`, timed with CUDA events (L2 flushed, median),
+    with the driver's occupancy beside the prediction."""
+    import platform
+    import time
+
+    from .toolchain import build_cubin
+    from .tuning import _signature
+
+    cp = cupy_module("measure")
+    props = device_properties(0)
+    from .device import from_cuda_properties
+
+    live = from_cuda_properties(props)
+    timer = Timer(cp, live.l2_cache_bytes)
+    ranked = [r for r in report.ranked if not r.pruned]
+    todo = ranked[:top] if top else ranked
+    rng = cp.random.default_rng(20261130)
+    results = []
+    for i, r in enumerate(todo, start=1):
+        if progress:
+            progress(i - 1, len(todo), " ".join(f"{k}={v}" for k, v in r.point.params.items()))
+        env = {**spec.problem, **r.point.params}
+        params = _signature(r.resources.demangled)
+        module, fn = load_function(cp, build_cubin(r.build), r.resources.function)
+        if r.point.dynamic_shared_memory > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = r.point.dynamic_shared_memory
+        args, arrays, outputs = _launch_args(cp, spec, env, params, rng)
+        grid = (*r.point.grid, 1, 1)[:3]
+        block = (*r.point.block, 1, 1)[:3]
+
+        def launch(fn: Any = fn, grid: tuple[int, ...] = grid, block: tuple[int, ...] = block,
+                   args: list[Any] = args, smem: int = r.point.dynamic_shared_memory) -> None:
+            fn(grid, block, tuple(args), shared_mem=smem)
+
+        launch()
+        cp.cuda.Device().synchronize()
+        err = None
+        verified = None
+        if spec.reference is not None and outputs:
+            ref_env = {**env, **{k: v.astype(cp.float64) for k, v in arrays.items()
+                                 if k not in outputs}}
+            ref = spec.reference(ref_env)
+            out = arrays[outputs[0]].astype(cp.float64)
+            denom = float(cp.linalg.norm(ref)) or 1.0
+            err = float(cp.linalg.norm(out - ref)) / denom
+            verified = bool(err <= spec.tolerance) and not bool(cp.isnan(out).any())
+        t = stats(timer.time(launch, reps=reps))
+        driver_blocks = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            fn.kernel.ptr, r.point.threads, r.point.dynamic_shared_memory)
+        pred = r.prediction.predicted_ms if r.prediction else None
+        results.append({
+            "params": dict(r.point.params), "function": r.point.function,
+            "predicted_rank": ranked.index(r) + 1, "predicted_ms": pred,
+            "measured": t, "error": None if pred is None else pred / t["median_ms"] - 1,
+            "verified": verified, "relative_error": err,
+            "predicted_active_blocks_per_sm": r.occupancy.active_blocks_per_sm,
+            "driver_active_blocks_per_sm": driver_blocks,
+            "occupancy_match": driver_blocks == r.occupancy.active_blocks_per_sm,
+            "registers_per_thread": r.resources.registers_per_thread,
+        })
+        del module
+    if progress:
+        progress(len(todo), len(todo), "done")
+    ok = [x for x in results if x["verified"] is not False]
+    fastest = min(ok, key=lambda x: x["measured"]["median_ms"]) if ok else None
+    drv = cp.cuda.runtime.driverGetVersion()
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "kernel": spec.name,
+        "problem": dict(spec.problem), "device": live.name,
+        "compute_capability": live.compute_capability,
+        "driver_version": f"{drv // 1000}.{(drv % 1000) // 10}",
+        "runtime_version": cp.cuda.runtime.runtimeGetVersion(), "cupy_version": cp.__version__,
+        "python": platform.python_version(), "reps": reps, "results": results,
+        "fastest": None if fastest is None else {"params": fastest["params"],
+                                                 "median_ms": fastest["measured"]["median_ms"],
+                                                 "predicted_rank": fastest["predicted_rank"]},
+    }

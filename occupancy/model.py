@@ -154,15 +154,35 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
 
 
 def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: float,
-                 dram_bytes: float, registers_per_thread: int) -> Prediction:
-    """Predicted time of a user's kernel from its declared work (FLOPs, DRAM bytes) and its
-    occupancy: the FP32 and DRAM roofs, each slowed where the resident warps cannot hide
-    latency (the same Little's-law terms as `predict`), combined as there, with wave
-    quantization. Independent work per thread is taken from its registers (a thread that
-    holds 64 accumulators has ~2 FMAs in flight per 32 registers)."""
-    clock = dev.boost_clock_mhz * 1e6
+                 dram_bytes: float, registers_per_thread: int,
+                 loop_mix: tuple[tuple[str, int], ...] | None = None) -> Prediction:
+    """Predicted time of a user's kernel from its declared work (FLOPs, DRAM bytes), its
+    occupancy and, when the SASS was read, the instruction mix of its hottest loop.
+
+    With the mix, the FLOPs fix how many times that loop's FFMAs run, which gives every
+    other instruction of the loop too: the issue roof (one warp instruction per scheduler
+    per clock), the FP32 pipe, and the load/store unit (shared-memory wavefronts and global
+    accesses). That is what tells a 4x4 register tile from an 8x8 one: the same FLOPs, but
+    twice the shared loads per FMA. Without it, the FP32 roof alone. Latency hiding and the
+    combination of roofs are the same Little's-law terms as `predict`; independent work
+    per thread is taken from its registers (~1 FMA in flight per 32 registers)."""
+    clock = dev.boost_clock_mhz * 1e6 * CLOCK_UNDER_LOAD
     sms = dev.sm_count
+    mix = dict(loop_mix) if loop_mix else {}
     fp32 = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
+    issue = lsu = 0.0
+    runs = 0.0
+    if flops and mix.get("ffma"):
+        runs = flops / 2 / dev.warp_size / mix["ffma"]  # executions of the loop, warp-wide
+    elif mix and not mix.get("loop"):
+        runs = float(grid_blocks * max(occ.warps_per_block, 1))  # straight-line: once a warp
+    if runs:
+        fp32 = max(fp32, runs * mix["fp32"] * dev.warp_size * 2
+                   / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY))
+        issue = runs * mix["total"] / (sms * SCHEDULERS_PER_SM * clock)
+        wavefronts = (mix["lds_wavefronts"] + mix["sts_wavefronts"]
+                      + GLOBAL_LOAD_COST * mix["ldg"] + mix["stg"] + BARRIER_COST * mix["bar"])
+        lsu = runs * wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
     dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
             * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
     resident = max(occ.active_blocks_per_sm, 1) * sms
@@ -171,21 +191,27 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     ilp = max(1, registers_per_thread // 32)
     fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
     in_flight = warps * 128.0 * ilp
-    need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / clock * DRAM_LATENCY_CLOCKS
+    need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / (dev.boost_clock_mhz * 1e6) * DRAM_LATENCY_CLOCKS
     mem_hiding = 1 - math.exp(-in_flight / need_dram)
     busy = min(sms, grid_blocks) / sms
-    roofs = {"fp32": fp32 / busy / fma_hiding, "lsu": 0.0, "l2": 0.0,
-             "dram": dram / mem_hiding, "scatter": 0.0}
-    hi, lo = max(roofs["fp32"], roofs["dram"]), min(roofs["fp32"], roofs["dram"])
+    roofs = {"fp32": max(fp32, issue) / busy / fma_hiding, "lsu": lsu / busy / fma_hiding,
+             "l2": 0.0, "dram": dram / mem_hiding, "scatter": 0.0}
+    compute, memory = max(roofs["fp32"], roofs["lsu"]), roofs["dram"]
+    hi, lo = max(compute, memory), min(compute, memory)
     seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
     waves = -(-grid_blocks // resident)
     wave_eff = grid_blocks / (waves * resident)
-    if 1 < waves <= 2 and roofs["fp32"] >= roofs["dram"]:
+    if 1 < waves <= 2 and compute >= memory:
         seconds /= wave_eff
     else:
         wave_eff = 1.0
     bound = max(roofs, key=lambda r: roofs[r])
     return Prediction(seconds * 1e3 + LAUNCH_OVERHEAD_MS, bound,
                       {r: v * 1e3 for r, v in roofs.items()},
-                      fma_hiding if bound == "fp32" else mem_hiding, wave_eff, dram_bytes, 0.0,
-                      flops / dram_bytes if dram_bytes else 0.0)
+                      fma_hiding if bound in ("fp32", "lsu") else mem_hiding, wave_eff,
+                      dram_bytes, 0.0, flops / dram_bytes if dram_bytes else 0.0)
+
+
+# Issue-side rates run at the clock the SM holds under full load: FP32_EFFICIENCY less the
+# ~5% of cuBLAS's slots that were not FFMAs (see above).
+CLOCK_UNDER_LOAD = FP32_EFFICIENCY / 0.95

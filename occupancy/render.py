@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -554,3 +554,28 @@ def tune_view(rep: TuneReport) -> RenderableType:
     parts += [Text(n) for n in rep.notes]
     return Group(*parts)
 
+
+
+def measure_tuning_view(data: dict[str, Any]) -> RenderableType:
+    """`measure MANIFEST --kernel NAME`: predicted against measured, per point."""
+    from .safety import inert
+
+    head = Text(f"{inert(data['kernel'])} on {inert(data['device'])} (driver "
+                f"{inert(str(data['driver_version']))})", style="bold")
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
+    for col in ("pred #", "params", "ok", "blk/SM pred/drv", "pred. ms", "meas. ms", "error"):
+        t.add_column(col, justify="left" if col in ("params", "ok") else "right")
+    for r in sorted(data["results"], key=lambda x: x["measured"]["median_ms"]):
+        t.add_row(str(r["predicted_rank"]),
+                  inert(" ".join(f"{k}={v}" for k, v in r["params"].items())),
+                  {True: "yes", False: "NO", None: "-"}[r["verified"]],
+                  f"{r['predicted_active_blocks_per_sm']}/{r['driver_active_blocks_per_sm']}",
+                  "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}",
+                  f"{r['measured']['median_ms']:.3f}",
+                  "-" if r["error"] is None else f"{r['error'] * 100:+.0f}%")
+    parts: list[RenderableType] = [head, t]
+    f = data.get("fastest")
+    if f:
+        parts.append(Text("Fastest: " + inert(" ".join(f"{k}={v}" for k, v in f["params"].items()))
+                          + f", {f['median_ms']:.3f} ms (the model ranked it #{f['predicted_rank']})"))
+    return Group(*parts)

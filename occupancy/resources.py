@@ -38,6 +38,9 @@ class KernelResources:
     # live there, so a non-zero frame may be spills.
     spills_unknown: bool = False
     cluster_dims: tuple[int, int, int] | None = None  # __cluster_dims__ from the binary
+    # Static instruction mix of the hottest loop in the SASS (binaries.sass_loop_mix):
+    # (("total", n), ("ffma", n), ...); None where no disassembler was at hand.
+    loop_mix: tuple[tuple[str, int], ...] | None = None
 
     @property
     def spills(self) -> bool:

@@ -43,6 +43,7 @@ COMPILER_HINT = ("install a compiler: nvcc (CUDA 13 covers sm_75+, CUDA 12 sm_50
                  "in $CUDA_HOME, or pip install 'occupancy[compiler]' (NVRTC + ptxas 12.9 for "
                  "sm_50-sm_72)")
 TIMEOUT_S = 300  # one compile; a hung compiler must not hang CI forever
+CACHE_FORMAT = 3  # what a cache entry holds; bump when KernelResources gains a field
 _ERROR_LINES = 3
 
 
@@ -278,7 +279,7 @@ def _deps_unchanged(deps: list[list[object]]) -> bool:
 
 def _key(build: Build, compiler: Compiler) -> str:
     text = _sha(build.source) or "missing"
-    blob = json.dumps([__version__, compiler.label, compiler.path, build.arch,
+    blob = json.dumps([__version__, CACHE_FORMAT, compiler.label, compiler.path, build.arch,
                        build.source, text, build.include_dirs, build.flags, build.defines,
                        build.name_expressions])
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -293,14 +294,17 @@ def _cache_load(key: str) -> dict[str, KernelResources] | None:
         out = {}
         for k, v in data["kernels"].items():
             dims = v.pop("cluster_dims", None)
+            mix = v.pop("loop_mix", None)
             out[k] = KernelResources(**v, cluster_dims=(int(dims[0]), int(dims[1]), int(dims[2]))
-                                     if dims else None)
+                                     if dims else None,
+                                     loop_mix=tuple((str(a), int(b)) for a, b in mix) if mix else None)
         return out
     except (OSError, ValueError, TypeError, KeyError, AssertionError, AttributeError):
         return None  # missing or corrupt: compile again
 
 
-def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterable[str]) -> None:
+def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterable[str],
+                 cubin: bytes | None = None) -> None:
     rows = []
     for d in sorted(set(deps)):
         st, sha = _stat(d), _sha(d)
@@ -309,6 +313,11 @@ def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterabl
     try:
         where = cache_dir()
         where.mkdir(parents=True, exist_ok=True)
+        if cubin is not None:  # first, so a json entry never points at a missing binary
+            fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
+            with os.fdopen(fd, "wb") as fb:
+                fb.write(cubin)
+            os.replace(tmp, where / f"{key}.cubin")
         fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump({"kernels": {k: asdict(v) for k, v in kernels.items()}, "deps": rows}, fh)
@@ -366,7 +375,10 @@ def _instantiating_wrapper(build: Build) -> str:
     return safe_path(path, "the compile cache folder")
 
 
-def _nvcc_build(build: Build, c: Compiler) -> tuple[dict[str, KernelResources], list[str]]:
+BuildOutput = tuple[dict[str, KernelResources], list[str], bytes]
+
+
+def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
     source = build.source
     if build.name_expressions:
         source = _instantiating_wrapper(build)
@@ -385,7 +397,7 @@ def _nvcc_build(build: Build, c: Compiler) -> tuple[dict[str, KernelResources], 
     files = [p.replace("\\ ", " ") for p in re.split(r"(?<!\\)\s+", dep_text.split(":", 1)[-1])
              if p and p != "\\"]
     return _combine(r.stderr + r.stdout, data, build, f"{c.label} {build.arch}", None), \
-        [os.path.abspath(f) for f in files]
+        [os.path.abspath(f) for f in files], data
 
 
 def _ptxas_x(build: Build) -> list[str]:
@@ -396,13 +408,47 @@ def _ptxas_x(build: Build) -> list[str]:
     return out
 
 
+@cache
+def nvdisasm_path() -> str | None:
+    """nvdisasm from PATH, beside nvcc, or the nvidia-cuda-nvdisasm wheel."""
+    exe = shutil.which("nvdisasm")
+    if exe:
+        return exe
+    nvcc = nvcc_path()
+    cands = [Path(os.path.dirname(nvcc), "nvdisasm")] if nvcc else []
+    root = _wheel_dir("nvidia")
+    if root:
+        cands += sorted(root.glob("cu*/bin/nvdisasm"))
+    return next((str(c) for c in cands if _executable(c)), None)
+
+
+def _loop_mixes(cubin: bytes) -> dict[str, tuple[tuple[str, int], ...]]:
+    """The hottest loop's instruction mix per kernel, from nvdisasm (empty without it)."""
+    from .binaries import sass_loop_mix
+
+    exe = nvdisasm_path()
+    if exe is None:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
+        path = os.path.join(tmp, "k.cubin")
+        Path(path).write_bytes(cubin)
+        try:
+            r = subprocess.run([exe, "-c", path], capture_output=True, text=True, timeout=120,
+                               errors="replace", stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+    return sass_loop_mix(r.stdout) if r.returncode == 0 else {}
+
+
 def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None
              ) -> dict[str, KernelResources]:
-    """ptxas's report (registers, smem, spills) plus the cubin's launch bounds."""
+    """ptxas's report (registers, smem, spills) plus the cubin's launch bounds and the
+    SASS instruction mix of each kernel's hottest loop."""
     sections = parse_ptxas_log(log, label="")
     found = sections.get(build.arch) or next(iter(sections.values()), {})
     binary = parse_cubin(cubin)
     bounds = ptx_entries(ptx) if ptx else {}
+    mixes = _loop_mixes(cubin)
     out = {}
     for name, res in found.items():
         k = binary.kernels.get(name)
@@ -411,7 +457,7 @@ def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None
         entry = bounds.get(name)
         out[name] = replace(res, source=label, max_threads_per_block=k.max_threads,
                             min_blocks_per_sm=entry.min_blocks if entry else None,
-                            cluster_dims=k.cluster_dims)
+                            cluster_dims=k.cluster_dims, loop_mix=mixes.get(name))
     return out
 
 
@@ -500,7 +546,7 @@ def scan_includes(source: str, dirs: Sequence[str]) -> list[str]:
     return seen
 
 
-def _nvrtc_build(build: Build, c: Compiler) -> tuple[dict[str, KernelResources], list[str]]:
+def _nvrtc_build(build: Build, c: Compiler) -> BuildOutput:
     text = Path(build.source).read_text(encoding="utf-8", errors="replace")
     ptx, _ = _nvrtc_ptx(c, build, text)
     with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
@@ -516,25 +562,42 @@ def _nvrtc_build(build: Build, c: Compiler) -> tuple[dict[str, KernelResources],
                  f"ptxas {c.version}", cwd=tmp)
         data = Path(cubin).read_bytes()
     res = _combine(r.stderr + r.stdout, data, build, f"{c.label} {build.arch}", ptx)
-    return res, scan_includes(build.source, [os.path.dirname(build.source), *build.include_dirs])
+    return res, scan_includes(build.source, [os.path.dirname(build.source), *build.include_dirs]), \
+        data
 
 
 def compile_build(build: Build) -> dict[str, KernelResources]:
     """Every kernel of the build, by mangled name (cached; demangled names filled in)."""
+    return _compile(build)[0]
+
+
+def build_cubin(build: Build) -> bytes:
+    """The cubin of the very build whose resources compile_build reports (one compile
+    serves both: `measure` runs what `tile` ranked)."""
+    return _compile(build, want_cubin=True)[1] or b""
+
+
+def _compile(build: Build, want_cubin: bool = False
+             ) -> tuple[dict[str, KernelResources], bytes | None]:
     c = compiler_for(build.arch)
     if c is None:
         raise CompilerUnavailable(f"no compiler targets {build.arch}: {COMPILER_HINT}")
     key = _key(build, c)
     hit = _cache_load(key)
     if hit is not None:
-        return hit
+        if not want_cubin:
+            return hit, None
+        try:
+            return hit, (cache_dir() / f"{key}.cubin").read_bytes()
+        except OSError:
+            pass  # compile again for the binary
     if not os.path.isfile(build.source):
         raise OccupancyError(f"{inert(build.shown)}: no such file")
-    found, deps = (_nvcc_build if c.kind == "nvcc" else _nvrtc_build)(build, c)
+    found, deps, cubin = (_nvcc_build if c.kind == "nvcc" else _nvrtc_build)(build, c)
     names = demangle(list(found))
     found = {k: replace(v, demangled=names.get(k, k)) for k, v in found.items()}
-    _cache_store(key, found, [build.source, *deps])
-    return found
+    _cache_store(key, found, [build.source, *deps], cubin)
+    return found, cubin
 
 
 T = TypeVar("T")

@@ -110,6 +110,7 @@ class Ranked:
     occupancy: OccupancyResult | None
     prediction: Prediction | None
     reasons: tuple[str, ...]  # why it is pruned (empty: ranked)
+    build: Any = None  # the toolchain Build that compiled it (measure runs its cubin)
 
     @property
     def can_launch(self) -> bool:
@@ -457,8 +458,8 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
             dram = float(spec.work["dram_bytes"](env)) if "dram_bytes" in spec.work else 0.0
             if flops or dram:
                 pred = predict_work(dev, occ, pt.grid_blocks, flops, dram,
-                                    res.registers_per_thread)
-        out.append(Ranked(pt, res, occ, pred, tuple(reasons)))
+                                    res.registers_per_thread, res.loop_mix)
+        out.append(Ranked(pt, res, occ, pred, tuple(reasons), builds[pt.defines]))
     ok = sorted((r for r in out if not r.pruned),
                 key=lambda r: (r.prediction.predicted_ms if r.prediction else 0.0,
                                -(r.occupancy.occupancy if r.occupancy else 0)))
@@ -484,3 +485,44 @@ def kernel_tuner_restrictions(report: TuneReport) -> list[str]:
     out += ["not (" + " and ".join(f"{k} == {v!r}" for k, v in r.point.params.items()) + ")"
             for r in report.ranked if r.pruned]
     return out
+
+
+# --- the store of measured picks -------------------------------------------------------------
+
+
+def store_key(kernel: str, problem: Mapping[str, int], gpu: str, cc: str) -> str:
+    return f"{kernel}|{','.join(f'{k}={v}' for k, v in sorted(problem.items()))}|{gpu}|{cc}"
+
+
+def read_store(path: str) -> dict[str, Any]:
+    """A `measure --store` file: {"entries": {key: {...}}}; a missing file is empty."""
+    import json
+
+    from .files import LOG_CAP, read_text
+
+    if not os.path.exists(path):
+        return {"entries": {}}
+
+    class _StoreError(OccupancyError):
+        def __init__(self, message: str, p: str, line: int | None = None) -> None:
+            super().__init__(f"--store {p}: {message}")
+
+    text = read_text(path, _StoreError, LOG_CAP, "a store written by occupancy measure --store",
+                     "store")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise OccupancyError(f"--store {inert(path)}: not JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("params"), dict)
+            for v in data["entries"].values()):
+        raise OccupancyError(f"--store {inert(path)}: not a store (entries -> params); write it "
+                             "with occupancy measure --store")
+    return data
+
+
+def lookup(path: str, spec: TuneSpec, dev: Device) -> dict[str, Any] | None:
+    """The measured best params for this kernel, problem and GPU, if the store has them."""
+    entries = read_store(path)["entries"]
+    hit = entries.get(store_key(spec.name, spec.problem, dev.name, dev.compute_capability))
+    return hit if isinstance(hit, dict) else None
