@@ -498,6 +498,8 @@ def measure_tuning(spec: Any, report: Any, top: int | None, reps: int,
         "driver_version": f"{drv // 1000}.{(drv % 1000) // 10}",
         "runtime_version": cp.cuda.runtime.runtimeGetVersion(), "cupy_version": cp.__version__,
         "python": platform.python_version(), "reps": reps, "results": results,
+        "pruned": [{"params": dict(r.point.params), "reasons": list(r.reasons)}
+                   for r in report.ranked if r.pruned],
         "fastest": None if fastest is None else {"params": fastest["params"],
                                                  "median_ms": fastest["measured"]["median_ms"],
                                                  "predicted_rank": fastest["predicted_rank"]},
