@@ -10,8 +10,9 @@ from .errors import OccupancyError
 from .safety import inert
 
 _INT_SUFFIX = re.compile(r"\b(\d+)(?:[uU][lL]{0,2}|[lL]{1,2}[uU]?)\b")
-
-
+# cu++filt writes non-type template arguments with a cast: k<(int)128, (bool)1>.
+_CAST = re.compile(r"\((?:(?:un)?signed\s*)?(?:int|long|long long|short|char|bool|unsigned|"
+                   r"size_t|std::size_t)\)(?=[-\w])")
 
 
 def qualified_name(demangled: str) -> str:
@@ -42,7 +43,9 @@ def qualified_name(demangled: str) -> str:
 
 def normalize(name: str) -> str:
     """Spaces out, integer suffixes off: 'reduce7<int, 256u, true>' == 'reduce7<int,256,true>'."""
-    return _INT_SUFFIX.sub(r"\1", re.sub(r"\s+", "", name))
+    flat = re.sub(r"\s+", "", name)
+    flat = re.sub(r"\(bool\)1(?=[,>])", "true", re.sub(r"\(bool\)0(?=[,>])", "false", flat))
+    return _INT_SUFFIX.sub(r"\1", _CAST.sub("", flat))
 
 
 def _base(qualified: str) -> str:
