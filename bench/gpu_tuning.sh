@@ -12,7 +12,7 @@ fi
 mkdir -p ../shared/realcode/llm.c/dev/cuda && cp .llmc/* ../shared/realcode/llm.c/dev/cuda/
 LOG=$OUT/gpu-log.txt
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nvcc --version | tail -1
-  echo "nvdisasm: $(command -v nvdisasm || echo none)"; git rev-parse --short HEAD 2>/dev/null; } > "$LOG"
+  echo "nvdisasm: $(command -v nvdisasm || echo none)"; echo "commit: ${COMMIT:-unknown}"; } > "$LOG"
 python -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider >> "$LOG" 2>&1
 m() { python -m occupancy measure "$@" >> "$LOG" 2>&1; echo "exit $? for $*" >> "$LOG"; }
 m examples/sgemm/tune.yaml --kernel sgemm2d --json -o "$OUT/sgemm-4096.json" --store "$OUT/store.json"
