@@ -190,7 +190,9 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     warps = max(blocks_per_sm * max(occ.warps_per_block, 1), 1)
     ilp = max(1, registers_per_thread // 32)
     fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
-    in_flight = warps * 128.0 * ilp
+    # Bytes a warp has in flight: the global loads its hot code issues before it needs
+    # them (a straight-line tile load issues them all), else one per 32 registers.
+    in_flight = warps * 128.0 * (mix["ldg"] if mix.get("ldg") else ilp)
     need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / (dev.boost_clock_mhz * 1e6) * DRAM_LATENCY_CLOCKS
     mem_hiding = 1 - math.exp(-in_flight / need_dram)
     busy = min(sms, grid_blocks) / sms
