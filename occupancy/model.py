@@ -196,7 +196,18 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / (dev.boost_clock_mhz * 1e6) * DRAM_LATENCY_CLOCKS
     mem_hiding = 1 - math.exp(-in_flight / need_dram)
     busy = min(sms, grid_blocks) / sms
-    roofs = {"fp32": max(fp32, issue) / busy / fma_hiding, "lsu": lsu / busy / fma_hiding,
+    # A loop that loads from global memory and waits at a barrier before using the data
+    # (the tiled pattern) exposes the load latency once per iteration, unless the SM's
+    # other resident blocks compute meanwhile: an iteration of one block takes its compute
+    # plus the latency, and B blocks overlap B computes with it.
+    stall = 1.0
+    if mix.get("loop") and mix.get("ldg") and mix.get("bar"):
+        warps_per_block = max(occ.warps_per_block, 1)
+        iteration = max(mix["total"] * warps_per_block / SCHEDULERS_PER_SM,
+                        (mix["lds_wavefronts"] + mix["sts_wavefronts"]) * warps_per_block, 1.0)
+        stall = max(1.0, (iteration + DRAM_LATENCY_CLOCKS) / (blocks_per_sm * iteration))
+    roofs = {"fp32": max(fp32, issue) * stall / busy / fma_hiding,
+             "lsu": lsu * stall / busy / fma_hiding,
              "l2": 0.0, "dram": dram / mem_hiding, "scatter": 0.0}
     compute, memory = max(roofs["fp32"], roofs["lsu"]), roofs["dram"]
     hi, lo = max(compute, memory), min(compute, memory)
