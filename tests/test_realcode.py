@@ -30,8 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "tests" / "fixtures" / "project"
 STUBS = ROOT / "tests" / "fixtures" / "cublas_stub"
 LLMC = ROOT.parent / "shared" / "realcode" / "llm.c" / "dev" / "cuda"
-_USED = re.compile(r"Function properties for (\S+)\n.*\n.*Used (\d+) registers(?:, used \d+ barriers)?"
-                   r"(?:, (\d+) bytes smem)?")
+# "Used 96 registers, used 1 barriers, 16 bytes cumulative stack size, 8192 bytes smem":
+# the smem figure may come after other fields.
+_USED = re.compile(r"Function properties for (\S+)\n.*\n.*Used (\d+) registers(?:[^\n]*?(\d+) bytes smem)?")
 
 
 def _need(tool: object, what: str) -> None:
@@ -61,11 +62,14 @@ def reference_build(b: Build) -> dict[str, tuple[int, int]]:
     c = nvrtc_compiler()
     assert c
     ptx, _ = _nvrtc_ptx(c, b, Path(b.source).read_text())
-    with subprocess.Popen([c.ptxas, f"-arch={b.arch}", "-v", *(["-c"] if b.rdc else []),
-                           "--input-as-string", ptx, "-o", os.devnull],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as p:
-        out = p.communicate()[0]
-    return ptxas_says(out)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.ptx"
+        path.write_text(ptx)
+        p = subprocess.run([c.ptxas, f"-arch={b.arch}", "-v", *(["-c"] if b.rdc else []),
+                            str(path), "-o", os.devnull], capture_output=True, text=True, check=True)
+    return ptxas_says(p.stderr + p.stdout)
 
 
 def _verdicts(manifest: Path) -> list:  # type: ignore[type-arg]

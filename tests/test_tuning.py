@@ -1,0 +1,210 @@
+"""Tile sizes for the user's own kernel: a tuning space in the manifest, ranked by `tile`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from occupancy import load_device
+from occupancy.cli import main
+from occupancy.expr import ExprError, parse
+from occupancy.toolchain import nvcc_path, nvrtc_compiler
+from occupancy.tuning import load_tuning, points, rank
+
+ROOT = Path(__file__).resolve().parent.parent
+SGEMM = ROOT / "examples" / "sgemm" / "tune.yaml"
+# "Used 96 registers, used 1 barriers, 16 bytes cumulative stack size, 8192 bytes smem":
+# the smem figure may come after other fields.
+_USED = re.compile(r"Function properties for (\S+)\n.*\n.*Used (\d+) registers(?:[^\n]*?(\d+) bytes smem)?")
+
+
+def _need_nvcc() -> None:
+    if nvcc_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("nvcc missing in CI")
+        pytest.skip("nvcc not found")
+
+
+def run(*args: str) -> object:
+    return CliRunner().invoke(main, list(args))
+
+
+def test_sgemm_space_registers_equal_ptxas(tmp_path: Path) -> None:
+    """Every point of the SGEMM space on sm_90 (nvcc) and sm_70 (NVRTC): the registers and
+    shared memory `tile` ranks with equal what ptxas prints for explicit instantiations."""
+    _need_nvcc()
+    spec = load_tuning(SGEMM, "sgemm2d")
+    pts, removed = points(spec)
+    assert removed == 0 and len(pts) == 32
+    inst = tmp_path / "inst.cu"
+    inst.write_text(f'#include "{ROOT / "examples" / "sgemm" / "sgemm.cuh"}"\n' + "".join(
+        f"template __global__ void {p.function}(int, int, int, float, const float*, "
+        "const float*, float, float*);\n" for p in pts))
+    for dev_name, arch in (("h200", "sm_90"), ("v100", "sm_70")):
+        rep = rank(spec, load_device(dev_name), pts, removed)
+        if arch == "sm_90":
+            r = subprocess.run([nvcc_path() or "nvcc", "-cubin", f"-arch={arch}", "-Xptxas", "-v",
+                                str(inst), "-o", os.devnull], capture_output=True, text=True,
+                               check=True)
+            log = r.stderr + r.stdout
+        else:
+            c = nvrtc_compiler()
+            if c is None:
+                pytest.skip("NVRTC 12.9 not installed (the compiler extra)")
+            from occupancy.toolchain import _nvrtc_ptx, make_build
+
+            b = make_build(inst, arch)
+            ptx, _ = _nvrtc_ptx(c, b, inst.read_text())
+            (tmp_path / "inst.ptx").write_text(ptx)
+            p = subprocess.run([c.ptxas, f"-arch={arch}", "-v", str(tmp_path / "inst.ptx"), "-o",
+                                os.devnull], capture_output=True, text=True, check=True)
+            log = p.stderr + p.stdout
+        truth = {m.group(1): (int(m.group(2)), int(m.group(3) or 0)) for m in _USED.finditer(log)}
+        assert len(truth) == 32
+        for x in rep.ranked:
+            assert x.resources is not None, x.reasons
+            assert truth[x.resources.function] == (x.resources.registers_per_thread,
+                                                   x.resources.static_shared_memory), x.point.params
+
+
+def test_tile_json_ranks_prunes_and_explains() -> None:
+    _need_nvcc()
+    r = run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200", "--json")
+    assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
+    d = json.loads(r.stdout)  # type: ignore[attr-defined]
+    c0 = d["candidates"][0]
+    for key in ("params", "threads_per_block", "grid", "registers_per_thread",
+                "static_shared_memory", "spill_bytes", "can_launch", "reasons",
+                "active_blocks_per_sm", "occupancy", "predicted_ms"):
+        assert key in c0, key
+    assert d["recommended"]["params"] == c0["params"]
+    assert d["pruned"] >= 1 and d["restricted_out"] == 0
+    spilled = [c for c in d["candidates"] if c["pruned"]]
+    assert all(c["reasons"] for c in spilled)
+    times = [c["predicted_ms"] for c in d["candidates"] if not c["pruned"]]
+    assert times == sorted(times)
+    kt = json.loads(run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200", "--format",
+                        "kernel_tuner").stdout)  # type: ignore[attr-defined]
+    assert kt["tune_params"]["BM"] == [64, 128]
+    assert kt["restrictions"][0] == "BM * BN / (TM * TN) >= BN"
+    assert any(x.startswith("not (BM == ") for x in kt["restrictions"])
+    text = run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200").stdout  # type: ignore[attr-defined]
+    assert ("Recommended:" in text or "A tie:" in text) and "Pruned" in text
+
+
+def test_set_changes_the_problem() -> None:
+    _need_nvcc()
+    d = json.loads(run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200", "--set", "M=2048",
+                       "--set", "N=1024", "--json").stdout)  # type: ignore[attr-defined]
+    assert d["problem"] == {"M": 2048, "N": 1024, "K": 4096}
+    c = next(x for x in d["candidates"] if x["params"]["BM"] == 64 and x["params"]["BN"] == 64)
+    assert c["grid"] == [16, 32]
+
+
+@pytest.mark.parametrize("text", ["__import__('os')", "x.__class__", "[1, 2]", "'a'", "lambda: 1",
+                                  "open('f')", "A[0]", "2 ** 100", "x if y else z", "f(x)"])
+def test_expressions_are_never_evaluated_as_python(text: str) -> None:
+    with pytest.raises(ExprError):
+        e = parse(text, "k")
+        e({"x": 1, "y": 1, "z": 1, "A": 1})
+
+
+def test_expressions() -> None:
+    e = parse("ceil(N / BN) * max(BM, 2) + (K // 3) % 5 - 2 ** 3", "grid")
+    assert e({"N": 100, "BN": 64, "BM": 8, "K": 10}) == 2 * 8 + 3 - 8
+    assert parse("BM * BN / (TM * TN) >= 128 and not TM > TN", "r")(
+        {"BM": 64, "BN": 64, "TM": 4, "TN": 4}) is True
+    with pytest.raises(ExprError, match="@ and .T"):
+        parse("A @ B", "grid")
+
+
+def _manifest(tmp_path: Path, **change: str) -> Path:
+    text = SGEMM.read_text()
+    for old, new in change.items():
+        text = text.replace(old.replace("_", " ") if old == "x" else old, new)
+    (tmp_path / "sgemm.cuh").write_text((ROOT / "examples" / "sgemm" / "sgemm.cuh").read_text())
+    p = tmp_path / "tune.yaml"
+    p.write_text(text)
+    return p
+
+
+BAD = [
+    ("empty after restrict", {'- "M % BM == 0 and N % BN == 0 and K % BK == 0"': '- "BM > 1000"'},
+     "restrict leaves no point"),
+    ("unknown symbol", {'block: "BM * BN / (TM * TN)"': 'block: "BM * BX"'}, "unknown name 'BX'"),
+    ("template count", {"function: sgemm2DBlocktiling<BM, BN, BK, TM, TN>":
+                        "function: sgemm2DBlocktiling<BM, BN>"}, "no point compiles"),
+    ("args count", {"      - 0.0\n": ""}, "args: 7 given, the kernel takes 8"),
+    ("args kind", {"      - M\n      - N\n": "      - {array: M, shape: [4]}\n      - N\n"},
+     "is an array but the kernel's parameter 0 is int"),
+    ("python in an expression", {'grid: ["ceil(N / BN)", "ceil(M / BM)"]':
+                                 'grid: ["__import__(\'os\').system(\'id\')"]'}, "may be called"),
+    ("hostile space value", {"BM: [64, 128]": 'BM: ["$(touch pwned)"]'}, "not allowed in a define"),
+    ("unknown key", {"restrict:": "restricts:"}, "unknown key 'restricts'"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_tuning_manifests(tmp_path: Path, change: dict[str, str], message: str) -> None:
+    _need_nvcc()
+    p = _manifest(tmp_path, **change)
+    r = run("tile", str(p), "--kernel", "sgemm2d", "-d", "h200")
+    assert r.exit_code == 2, r.output  # type: ignore[attr-defined]
+    err = r.stderr  # type: ignore[attr-defined]
+    assert err.startswith("Error: ") and len(err.strip().splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_space_over_the_limit_and_max_points(tmp_path: Path) -> None:
+    many = "BM: [" + ", ".join(str(64 * i) for i in range(1, 700)) + "]"
+    p = _manifest(tmp_path, **{"BM: [64, 128]": many})
+    r = run("tile", str(p), "--kernel", "sgemm2d", "-d", "h200")
+    assert r.exit_code == 2 and "over 10,000" in r.stderr  # type: ignore[attr-defined]
+    r = run("tile", str(p), "--kernel", "sgemm2d", "-d", "h200", "--max-points", "5")
+    assert r.exit_code == 2 and "over 5" in r.stderr  # type: ignore[attr-defined]
+
+
+def test_check_skips_tuning_entries_and_tile_needs_kernel(tmp_path: Path) -> None:
+    r = run("check", str(SGEMM))
+    assert r.exit_code == 2 and "tuning entry" in r.stderr  # type: ignore[attr-defined]
+    r = run("tile", str(SGEMM), "-d", "h200")
+    assert r.exit_code == 2 and "--kernel" in r.stderr  # type: ignore[attr-defined]
+    r = run("tile", str(SGEMM), "--kernel", "nope", "-d", "h200")
+    assert r.exit_code == 2 and "tuning entries: sgemm2d" in r.stderr  # type: ignore[attr-defined]
+
+
+def test_llmc_kernel_tuned_with_registers_from_ptxas() -> None:
+    _need_nvcc()
+    llmc = ROOT.parent / "shared" / "realcode" / "llm.c" / "dev" / "cuda"
+    if not llmc.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail("the llm.c corpus is missing in CI")
+        pytest.skip("llm.c corpus not found")
+    d = json.loads(run("tile", str(ROOT / "examples" / "llmc" / "tune.yaml"), "--kernel",
+                       "matmul_forward_kernel1", "-d", "h200", "--json").stdout)  # type: ignore[attr-defined]
+    assert len(d["candidates"]) == 4 and not d["pruned"]
+    r = subprocess.run([nvcc_path() or "nvcc", "-cubin", "-arch=sm_90", "-Xptxas", "-v",
+                        "-std=c++17", "--use_fast_math", f"-I{ROOT / 'tests/fixtures/cublas_stub'}",
+                        str(llmc / "matmul_forward.cu"), "-o", os.devnull],
+                       capture_output=True, text=True, check=True)
+    truth = {m.group(1): int(m.group(2)) for m in _USED.finditer(r.stderr + r.stdout)}
+    regs = {k: v for k, v in truth.items() if "matmul_forward_kernel1" in k}
+    assert {c["registers_per_thread"] for c in d["candidates"]} == set(regs.values())
+
+
+def test_the_h200_records_meet_what_they_claim() -> None:
+    """The committed H200 measurements: every point verified and occupancy-exact."""
+    rec = ROOT / "bench" / "results" / "h200-tuning"
+    files = sorted(rec.glob("*-*.json"))
+    files = [f for f in files if f.name != "model-check.json"]
+    assert len(files) >= 6
+    for f in files:
+        data = json.loads(f.read_text())
+        assert data["results"] and all(r["verified"] and r["occupancy_match"]
+                                       for r in data["results"]), f.name
