@@ -87,6 +87,6 @@ def match_kernel(wanted: str, demangled: Mapping[str, str], where: str) -> str:
             listed = "; ".join(inert(demangled[m]) for m in sorted(hits))
             raise OccupancyError(f"{where}: '{inert(wanted)}' matches {len(hits)} kernels: "
                                  f"{listed}; name one, e.g. with its template arguments")
-    known = "; ".join(inert(qualified_name(d)) for d in sorted(demangled.values())) or "none"
+    known = "; ".join(inert(q) for q in sorted(qualified_name(d) for d in demangled.values())) or "none"
     raise OccupancyError(f"{where}: no kernel '{inert(wanted)}' (found: {known}); set "
                          "'function:' to one of them")
