@@ -82,7 +82,7 @@ def analyze(dev: Device, kernel: str, n: int) -> TileReport:
     for c in candidates(kernel):
         res = _resources(dev, c, notes)
         occ = candidate_occupancy(dev, c, res)
-        k = counts(c, n)
+        k = counts(c, n, dev.shared_memory_banks)
         pred = predict(dev, c, k, occ, n) if occ.launchable else None
         out.append(Analysis(c, res, occ, k, pred))
     runnable = [a for a in out if a.prediction is not None]

@@ -315,10 +315,11 @@ def best(device: tuple[str, ...], regs: int, smem: int, dyn_smem: int, carveout:
 @click.argument("manifest", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github", "sarif"]),
               default="text", show_default=True, help="Output format.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the report to a file instead of stdout (replaced if it exists).")
 @translate_errors
-def check(manifest: str, fmt: str, output: str | None) -> None:
+def check(manifest: str, fmt: str, as_json: bool, output: str | None) -> None:
     """Check a manifest of launch configs against target GPUs (for CI).
 
     Per kernel x device: can it launch, is occupancy at or above its floor, are the
@@ -328,6 +329,8 @@ def check(manifest: str, fmt: str, output: str | None) -> None:
     from .check import evaluate, exit_code, load_manifest
     from .toolchain import CheckResolver
 
+    if as_json:
+        fmt = "json"
     m = load_manifest(manifest)
     resolver = CheckResolver()
     verdicts = evaluate(m, resolver, resolver.prepare)
@@ -521,6 +524,9 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
                              "indexes, e.g. 1,33") from None
         if not addresses or any(a < 0 for a in addresses) or len(addresses) > 32:
             raise InputError("--words: give 1 to 32 non-negative word indexes")
+        if any(a % size for a in addresses):
+            raise InputError(f"--words: an {size}-byte access must start at a multiple of "
+                             f"{size // 4} words (the hardware needs aligned vector accesses)")
     else:
         addresses = tile_addresses(pitch, column, size, stride, offset, threads)
     result = bank_conflicts(addresses, size, int(nbanks))

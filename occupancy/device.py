@@ -167,8 +167,7 @@ def cc_row(cc: str) -> _CCRow:
     except KeyError:
         known = ", ".join(CC_TABLE)
         raise UnknownComputeCapabilityError(
-            f"unknown compute capability {cc}: this tool knows {known}; "
-            "write a profile by hand (see README, 'Device profiles') for anything else"
+            f"unknown compute capability {cc}: this tool knows {known}"
         ) from None
 
 
@@ -187,7 +186,11 @@ def from_cuda_properties(props: Mapping[str, Any]) -> Device:
             "device properties lack " + ", ".join(f"'{k}'" for k in missing)
         )
     cc = f"{int(props['major'])}.{int(props['minor'])}"
-    row = cc_row(cc)
+    try:
+        row = cc_row(cc)
+    except UnknownComputeCapabilityError as exc:
+        raise UnknownComputeCapabilityError(f"{exc}; for this GPU, write its profile by hand "
+                                            "(see README, 'Device profiles')") from None
     raw_name = props.get("name", f"GPU (CC {cc})")
     name = raw_name.decode(errors="replace") if isinstance(raw_name, bytes) else str(raw_name)
     name = name.rstrip("\x00").strip() or f"GPU (CC {cc})"

@@ -170,7 +170,7 @@ def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: in
     max_threads = drv.funcGetAttribute(0, fn.kernel.ptr)  # CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
     driver_blocks = drv.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, cand.threads, 0)
     occ = candidate_occupancy(dev, cand, res)
-    k = counts(cand, n)
+    k = counts(cand, n, dev.shared_memory_banks)
     pred = predict(dev, cand, k, occ, n) if occ.launchable else None
     rng = cp.random.default_rng()
     grid: tuple[int, ...]

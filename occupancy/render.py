@@ -88,12 +88,16 @@ def cliff_lines(c: Cliff, r: OccupancyResult) -> list[str]:
     unit = " registers/thread" if c.resource == "registers" else " B/block"
     label = "registers" if c.resource == "registers" else "shared memory"
     parts = []
+    def blocks(n: int | None) -> str:
+        return f"{n} block{'' if n == 1 else 's'}"
+
+    what = "registers" if c.resource == "registers" else "B"
     if c.gain_at is not None:
-        parts.append(f"<= {c.gain_at:,}{unit} fits {c.gain_blocks} blocks "
-                     f"({c.current - c.gain_at:,} fewer)")
+        parts.append(f"<= {c.gain_at:,}{unit} fits {blocks(c.gain_blocks)} "
+                     f"({c.current - c.gain_at:,} {what} fewer)")
     if c.lose_at is not None:
-        parts.append(f">= {c.lose_at:,}{unit} drops to {c.lose_blocks} blocks "
-                     f"({c.lose_at - c.current:,} more)")
+        parts.append(f">= {c.lose_at:,}{unit} drops to {blocks(c.lose_blocks)} "
+                     f"({c.lose_at - c.current:,} {what} more)")
     if not parts:
         parts.append("no change in blocks within the device's range")
     return [f"{label} (now {c.current:,}): " + "; ".join(parts)]

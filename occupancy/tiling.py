@@ -9,9 +9,11 @@ addresses a warp touches, with banks.py), barriers, and global traffic (the seed
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
-from .banks import bank_conflicts, ideal_sectors, sectors
+from .banks import BankResult, bank_conflicts, ideal_sectors, sectors
 from .errors import OccupancyError
 
 FAMILIES = ("matmul", "transpose")
@@ -131,13 +133,16 @@ def _warp_threads(block: tuple[int, int]) -> list[tuple[int, int]]:
     return [(t % bx, t // bx) for t in range(min(32, block[0] * block[1]))]
 
 
-def counts(c: Candidate, n: int) -> Counts:
+def counts(c: Candidate, n: int, banks: int = 32) -> Counts:
+    """Per-launch counts; `banks`: the device's shared-memory banks (16 on CC 1.x, where a
+    half-warp is served at a time; 32 since Fermi), as its profile says."""
     if n <= 0:
         raise OccupancyError(f"the matrix size must be a positive integer, got {n}")
-    return _matmul(c, n) if c.kernel == "matmul" else _transpose(c, n)
+    conflicts = partial(bank_conflicts, banks=banks)
+    return _matmul(c, n, conflicts) if c.kernel == "matmul" else _transpose(c, n, conflicts)
 
 
-def _matmul(c: Candidate, n: int) -> Counts:
+def _matmul(c: Candidate, n: int, bank_conflicts: Callable[..., BankResult]) -> Counts:
     w = _warp_threads(c.block)
     flops = 2.0 * n ** 3
     fma = n ** 3 / 32
@@ -200,7 +205,7 @@ def _matmul(c: Candidate, n: int) -> Counts:
                   float(n * 4 * (bm + bn)), (bm * bk + bk * bn) * 4.0 / warps, other)
 
 
-def _transpose(c: Candidate, n: int) -> Counts:
+def _transpose(c: Candidate, n: int, bank_conflicts: Callable[..., BankResult]) -> Counts:
     t = c.tile
     rows = c.block[1]
     tiles = _cdiv(n, t) ** 2

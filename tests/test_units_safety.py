@@ -159,3 +159,38 @@ def test_parse_block() -> None:
     for bad in ("0", "1x2x3x4", "-4", "²", "65536x65536", "a", ""):
         with pytest.raises(OccupancyError):
             parse_block(bad)
+
+
+def test_rough_edges() -> None:
+    from click.testing import CliRunner
+
+    from occupancy import load_device
+    from occupancy.cli import main
+    from occupancy.solver import cliffs, solve
+    from occupancy.render import cliff_lines
+    from occupancy.tiling import candidates, counts
+
+    r = CliRunner().invoke(main, ["banks", "--words", "1,2", "-e", "8"])
+    assert r.exit_code == 2 and "multiple of 2 words" in r.stderr
+    assert CliRunner().invoke(main, ["banks", "--words", "0,2", "-e", "8"]).exit_code == 0
+    v100 = load_device("v100")
+    res = solve(v100, 1024, 64)
+    lines = " ".join(cliff_lines(c, res)[0] for c in cliffs(v100, res))
+    assert "drops to 0 blocks" in lines or "fits 2 blocks (" in lines
+    assert " 1 blocks" not in lines and "registers fewer" in lines
+    padded = next(c for c in candidates("transpose") if c.variant == "tiled")
+    assert counts(padded, 1024, 16).bank_conflict_ways != counts(padded, 1024, 32).bank_conflict_ways
+
+
+def test_check_takes_json_like_every_command(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from occupancy.cli import main
+
+    m = tmp_path / "m.yaml"
+    m.write_text("devices: [v100]\nkernels:\n  - {name: k, block: 256, registers: 32}\n")
+    a = CliRunner().invoke(main, ["check", str(m), "--json"]).stdout
+    b = CliRunner().invoke(main, ["check", str(m), "--format", "json"]).stdout
+    assert a == b and json.loads(a)["passed"] == 1
