@@ -166,8 +166,8 @@ def test_rough_edges() -> None:
 
     from occupancy import load_device
     from occupancy.cli import main
-    from occupancy.solver import cliffs, solve
     from occupancy.render import cliff_lines
+    from occupancy.solver import cliffs, solve
     from occupancy.tiling import candidates, counts
 
     r = CliRunner().invoke(main, ["banks", "--words", "1,2", "-e", "8"])
