@@ -15,20 +15,24 @@ _CAST = re.compile(r"\((?:(?:un)?signed\s*)?(?:int|long|long long|short|char|boo
                    r"size_t|std::size_t)\)(?=[-\w])")
 
 
-def qualified_name(demangled: str) -> str:
-    """'void ns::k<64>(float*)' -> 'ns::k<64>' (drops the return type and parameters)."""
-    text = demangled.strip()
-    # The parameter list is the last top-level '(...)'; templates may hold parentheses.
-    depth, cut = 0, len(text)
-    for i, ch in enumerate(text):
+def param_start(demangled: str) -> int:
+    """Index of the parameter list's '(' in a demangled name (template arguments may hold
+    parentheses), or len(name) if it has none."""
+    depth = 0
+    for i, ch in enumerate(demangled):
         if ch == "<":
             depth += 1
         elif ch == ">":
             depth -= 1
         elif ch == "(" and depth == 0:
-            cut = i
-            break
-    head = text[:cut].strip()
+            return i
+    return len(demangled)
+
+
+def qualified_name(demangled: str) -> str:
+    """'void ns::k<64>(float*)' -> 'ns::k<64>' (drops the return type and parameters)."""
+    text = demangled.strip()
+    head = text[:param_start(text)].strip()
     # The return type (only templates carry one) is before the last top-level space.
     depth, start = 0, 0
     for i, ch in enumerate(head):

@@ -409,17 +409,22 @@ def _ptxas_x(build: Build) -> list[str]:
 
 
 @cache
-def nvdisasm_path() -> str | None:
-    """nvdisasm from PATH, beside nvcc, or the nvidia-cuda-nvdisasm wheel."""
-    exe = shutil.which("nvdisasm")
+def cuda_tool(name: str) -> str | None:
+    """A CUDA binary tool (cuobjdump, nvdisasm) from PATH, beside nvcc, or an nvidia-cuda-*
+    wheel (the compiler extra)."""
+    exe = shutil.which(name)
     if exe:
         return exe
     nvcc = nvcc_path()
-    cands = [Path(os.path.dirname(nvcc), "nvdisasm")] if nvcc else []
+    cands = [Path(os.path.dirname(nvcc), name)] if nvcc else []
     root = _wheel_dir("nvidia")
     if root:
-        cands += sorted(root.glob("cu*/bin/nvdisasm"))
+        cands += sorted(root.glob(f"cu*/bin/{name}"))
     return next((str(c) for c in cands if _executable(c)), None)
+
+
+def nvdisasm_path() -> str | None:
+    return cuda_tool("nvdisasm")
 
 
 def _loop_mixes(cubin: bytes) -> dict[str, tuple[tuple[str, int], ...]]:
@@ -656,18 +661,8 @@ def demangle(names: Sequence[str]) -> dict[str, str]:
 # --- binaries ------------------------------------------------------------------------------------
 
 
-@cache
 def cuobjdump_path() -> str | None:
-    """cuobjdump from PATH, the CUDA toolkit, or the nvidia-cuda-cuobjdump wheel."""
-    exe = shutil.which("cuobjdump")
-    if exe:
-        return exe
-    nvcc = nvcc_path()
-    cands = [Path(os.path.dirname(nvcc), "cuobjdump")] if nvcc else []
-    root = _wheel_dir("nvidia")
-    if root:
-        cands += sorted(root.glob("cu*/bin/cuobjdump"))
-    return next((str(c) for c in cands if _executable(c)), None)
+    return cuda_tool("cuobjdump")
 
 
 @dataclass(frozen=True)

@@ -362,16 +362,10 @@ def points(spec: TuneSpec, max_points: int = MAX_POINTS) -> tuple[list[Point], i
 
 def _signature(demangled: str) -> list[str]:
     """The parameter types of a demangled kernel: 'void k<..>(int, float const*)'."""
-    depth, start = 0, None
-    for i, ch in enumerate(demangled):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "(" and depth == 0:
-            start = i
-            break
-    if start is None:
+    from .names import param_start
+
+    start = param_start(demangled)
+    if start == len(demangled):
         return []
     inner = demangled[start + 1:demangled.rfind(")")]
     parts, depth, cur = [], 0, ""
