@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .device import Device
 from .errors import OccupancyError
@@ -132,35 +131,3 @@ def _reasons(best: Analysis, runnable: list[Analysis], n: int) -> list[str]:
     if p.hiding < 1:
         reasons.append(f"the resident warps hide {_pct(p.hiding)} of the memory latency")
     return reasons
-
-
-def report_dict(r: TileReport) -> dict[str, Any]:
-    def one(a: Analysis) -> dict[str, Any]:
-        c, res, occ, k, p = a.candidate, a.resources, a.occupancy, a.counts, a.prediction
-        return {
-            "variant": c.variant, "label": c.label, "function": c.function,
-            "tile": c.tile, "coarsening": c.coarsening, "defines": dict(c.defines),
-            "block": list(c.block), "threads_per_block": c.threads,
-            "registers_per_thread": res.registers_per_thread,
-            "registers_source": res.source, "spills": res.spills,
-            "static_shared_memory": res.static_shared_memory,
-            "active_blocks_per_sm": occ.active_blocks_per_sm, "occupancy": occ.occupancy,
-            "limiters": [x for x in LIMIT_NAMES if x in occ.limiters],
-            "launchable": occ.launchable, "cannot_launch": list(occ.cannot_launch),
-            "global_loads": k.global_load_elements,
-            "global_load_bytes": k.global_load_elements * 4,
-            "load_sectors_per_request": k.load_sectors_per_request,
-            "store_sectors_per_request": k.store_sectors_per_request,
-            "ideal_sectors_per_request": k.ideal_sectors_per_request,
-            "bank_conflict_ways": k.bank_conflict_ways,
-            "flops": k.flops,
-            "arithmetic_intensity": p.arithmetic_intensity if p else None,
-            "predicted_ms": p.predicted_ms if p else None,
-            "bound": p.bound if p else None,
-            "roofs_ms": p.roofs_ms if p else None,
-        }
-
-    rec = one(r.recommended) if r.recommended else None
-    return {"device": r.device.key, "device_name": r.device.name, "kernel": r.kernel, "n": r.n,
-            "candidates": [one(a) for a in r.analyses], "recommended": rec,
-            "reasons": list(r.reasons), "notes": list(r.notes)}

@@ -461,17 +461,21 @@ def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[st
     dev = load_device(device)
     fmt = "json" if as_json else (fmt or "text")
     if target in ("matmul", "transpose") and kernel is None:
-        from .advisor import analyze, report_dict
+        from .advisor import analyze
+        from .serialize import tile_dict
 
         report = analyze(dev, target, size)
         if fmt != "text":
-            _emit_json(report_dict(report))
+            _emit_json(tile_dict(report))
             return
         from .render import tile_view
 
         _console().print(tile_view(report))
         return
     if kernel is None:
+        if not os.path.exists(target):
+            raise InputError(f"'{target}' is neither matmul nor transpose nor a manifest file: "
+                             "give a shipped family, or MANIFEST --kernel NAME")
         raise InputError(f"{target}: give --kernel NAME (a tuning entry of the manifest), or "
                          "matmul / transpose for the shipped families")
     from .tuning import load_tuning, points, rank
@@ -531,9 +535,9 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
         addresses = tile_addresses(pitch, column, size, stride, offset, threads)
     result = bank_conflicts(addresses, size, int(nbanks))
     if as_json:
-        _emit_json({"ways": result.ways, "wavefronts": result.wavefronts,
-                    "conflict_free": result.ways == 1, "element_bytes": size,
-                    "addresses": addresses, "banks": [list(b) for b in result.banks]})
+        from .serialize import banks_dict
+
+        _emit_json(banks_dict(result, addresses, size))
         return
     from .render import banks_view
 
@@ -660,18 +664,15 @@ def plot(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: 
     Example: occupancy plot -d a100 -t 256 -r 40 -o a100.png
     """
     from .profiles import load_device
+    from .serialize import plot_dict
     from .solver import solve
-    from .sweeps import curve_dict, sweeps
+    from .sweeps import sweeps
 
     dev = load_device(device)
     cfg = _sweep_config(threads, regs, smem, dyn_smem, carveout, no_opt_in)
     curves = sweeps(dev, cfg)
     if as_json:
-        _emit_json({"device": dev.key, "device_name": dev.name,
-                    "threads_per_block": cfg.threads_per_block,
-                    "registers_per_thread": cfg.registers_per_thread,
-                    "shared_memory_per_block": cfg.shared_memory_per_block,
-                    "curves": [curve_dict(c) for c in curves]})
+        _emit_json(plot_dict(dev, cfg, curves))
     if output:
         title = (f"{dev.name}: {cfg.threads_per_block} threads, {cfg.registers_per_thread} "
                  f"registers, {cfg.shared_memory_per_block:,} B smem")
@@ -779,8 +780,9 @@ def devices(ctx: click.Context, as_json: bool) -> None:
 
     devs = all_devices()
     if as_json:
-        _emit_json([{"device": d.key, "name": d.name, "compute_capability": d.compute_capability,
-                     "aliases": list(d.aliases), "path": d.path} for d in devs])
+        from .serialize import device_list_dict
+
+        _emit_json(device_list_dict(devs))
         return
     from .render import devices_table
 
@@ -797,7 +799,9 @@ def devices_show(name: str, as_json: bool) -> None:
 
     dev = load_device(name)
     if as_json:
-        _emit_json({**dev.to_dict(), "path": dev.path})
+        from .serialize import device_dict
+
+        _emit_json(device_dict(dev))
         return
     from .render import device_view
 

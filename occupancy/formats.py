@@ -14,40 +14,17 @@ from .safety import xml_text
 RULE_ID = "occupancy/launch-config"
 
 
-def verdict_dict(v: Verdict) -> dict[str, Any]:
-    """One verdict with the resources it was judged on (None where it could not be read)."""
-    r, res = v.result, v.resources
-    return {
-        "kernel": v.kernel, "device": v.device, "line": v.line, "status": v.status, "ok": v.ok,
-        "active_blocks_per_sm": v.active_blocks_per_sm if r else None,
-        "occupancy": v.occupancy if r else None,
-        "limiters": list(v.limiters),
-        "registers_per_thread": res.registers_per_thread if res else None,
-        "static_shared_memory": r.static_shared_memory if r else None,
-        "dynamic_shared_memory": r.dynamic_shared_memory if r else None,
-        "max_threads_per_block": r.max_threads_per_block if r else None,
-        "spill_bytes": res.spill_bytes if res else None,
-        "stack_frame_bytes": res.stack_frame_bytes if res else None,
-        "function": (res.demangled or res.function) if res else None,
-        "resources_source": res.source if res else None,
-        "registers_source": res.source if res else None,
-        "problems": list(v.problems),
-        **({"cluster": list(r.cluster.cluster), "active_clusters": r.cluster.active_clusters,
-            "active_clusters_bounds": [r.cluster.lower, r.cluster.upper],
-            "active_clusters_source": r.cluster.source} if r and r.cluster else {}),
-    }
-
-
-def _tally(verdicts: Sequence[Verdict]) -> tuple[int, int, int]:
+def tally(verdicts: Sequence[Verdict]) -> tuple[int, int, int]:
+    """(passed, failed, errors)."""
     passed = sum(v.status == "pass" for v in verdicts)
     errors = sum(v.status == "error" for v in verdicts)
     return passed, len(verdicts) - passed - errors, errors
 
 
 def check_json(manifest: str, verdicts: Sequence[Verdict]) -> str:
-    passed, failed, errors = _tally(verdicts)
-    return json.dumps({"manifest": manifest, "results": [verdict_dict(v) for v in verdicts],
-                       "passed": passed, "failed": failed, "errors": errors}, indent=2)
+    from .serialize import check_dict
+
+    return json.dumps(check_dict(manifest, verdicts), indent=2)
 
 
 def _x(text: str) -> str:
@@ -59,7 +36,7 @@ def _xa(text: str) -> str:
 
 
 def check_junit(manifest: str, verdicts: Sequence[Verdict]) -> str:
-    passed, failed, errors = _tally(verdicts)
+    passed, failed, errors = tally(verdicts)
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
            f'<testsuites name="occupancy check" tests="{len(verdicts)}" failures="{failed}" '
            f'errors="{errors}">',
@@ -93,7 +70,7 @@ def check_github(manifest: str, verdicts: Sequence[Verdict]) -> str:
     lines = [f"::error file={_gh_escape(manifest, True)},line={v.line},"
              f"title={_gh_escape(f'{v.kernel} on {v.device}', prop=True)}::{_gh_escape(p)}"
              for v in verdicts for p in v.problems]
-    passed, failed, errors = _tally(verdicts)
+    passed, failed, errors = tally(verdicts)
     lines.append(f"::notice::occupancy check: {passed} passed, {failed} failed"
                  + (f", {errors} errors" if errors else ""))
     return "\n".join(lines) + "\n"

@@ -91,13 +91,17 @@ def cliff_lines(c: Cliff, r: OccupancyResult) -> list[str]:
     def blocks(n: int | None) -> str:
         return f"{n} block{'' if n == 1 else 's'}"
 
-    what = "registers" if c.resource == "registers" else "B"
+    def amount(n: int) -> str:
+        if c.resource != "registers":
+            return f"{n:,} B"
+        return f"{n} register{'' if n == 1 else 's'}"
+
     if c.gain_at is not None:
         parts.append(f"<= {c.gain_at:,}{unit} fits {blocks(c.gain_blocks)} "
-                     f"({c.current - c.gain_at:,} {what} fewer)")
+                     f"({amount(c.current - c.gain_at)} fewer)")
     if c.lose_at is not None:
         parts.append(f">= {c.lose_at:,}{unit} drops to {blocks(c.lose_blocks)} "
-                     f"({c.lose_at - c.current:,} {what} more)")
+                     f"({amount(c.lose_at - c.current)} more)")
     if not parts:
         parts.append("no change in blocks within the device's range")
     return [f"{label} (now {c.current:,}): " + "; ".join(parts)]

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .device import Device
 from .solver import LIMIT_NAMES, Cliff, OccupancyResult
 
 if TYPE_CHECKING:
+    from .advisor import Analysis, TileReport
+    from .banks import BankResult
     from .best import BestAnswer
+    from .check import Verdict
     from .clusters import ClusterResult
     from .resources import KernelResources
+    from .sweeps import Config, Curve
     from .toolchain import ListedKernel
     from .tuning import Ranked, TuneReport
 
@@ -160,3 +165,110 @@ def tune_dict(rep: TuneReport, kernel_tuner: bool = False) -> dict[str, Any]:
         out["tune_params"] = {k: list(v) for k, v in rep.spec.space.items()}
         out["restrictions"] = kernel_tuner_restrictions(rep)
     return out
+
+
+# --- tile (shipped families), plot curves, banks, devices ---------------------------------------
+
+
+def tile_dict(r: TileReport) -> dict[str, Any]:
+    def one(a: Analysis) -> dict[str, Any]:
+        c, res, occ, k, p = a.candidate, a.resources, a.occupancy, a.counts, a.prediction
+        return {
+            "variant": c.variant, "label": c.label, "function": c.function,
+            "tile": c.tile, "coarsening": c.coarsening, "defines": dict(c.defines),
+            "block": list(c.block), "threads_per_block": c.threads,
+            "registers_per_thread": res.registers_per_thread,
+            "registers_source": res.source, "spills": res.spills,
+            "static_shared_memory": res.static_shared_memory,
+            "active_blocks_per_sm": occ.active_blocks_per_sm, "occupancy": occ.occupancy,
+            "limiters": [x for x in LIMIT_NAMES if x in occ.limiters],
+            "launchable": occ.launchable, "cannot_launch": list(occ.cannot_launch),
+            "global_loads": k.global_load_elements,
+            "global_load_bytes": k.global_load_elements * 4,
+            "load_sectors_per_request": k.load_sectors_per_request,
+            "store_sectors_per_request": k.store_sectors_per_request,
+            "ideal_sectors_per_request": k.ideal_sectors_per_request,
+            "bank_conflict_ways": k.bank_conflict_ways,
+            "flops": k.flops,
+            "arithmetic_intensity": p.arithmetic_intensity if p else None,
+            "predicted_ms": p.predicted_ms if p else None,
+            "bound": p.bound if p else None,
+            "roofs_ms": p.roofs_ms if p else None,
+        }
+
+    rec = one(r.recommended) if r.recommended else None
+    return {"device": r.device.key, "device_name": r.device.name, "kernel": r.kernel, "n": r.n,
+            "candidates": [one(a) for a in r.analyses], "recommended": rec,
+            "reasons": list(r.reasons), "notes": list(r.notes)}
+
+
+def curve_dict(c: Curve) -> dict[str, Any]:
+    return {
+        "name": c.name, "x_label": c.x_label,
+        "current": {"x": c.current.x, "occupancy": c.current.occupancy,
+                    "active_blocks_per_sm": c.current.active_blocks_per_sm,
+                    "limiters": list(c.current.limiters)},
+        "x": [p.x for p in c.points],
+        "occupancy": [p.occupancy for p in c.points],
+        "active_blocks_per_sm": [p.active_blocks_per_sm for p in c.points],
+        "limiters": [list(p.limiters) for p in c.points],
+    }
+
+
+
+def plot_dict(dev: Device, cfg: Config, curves: Sequence[Curve]) -> dict[str, Any]:
+    return {"device": dev.key, "device_name": dev.name,
+            "threads_per_block": cfg.threads_per_block,
+            "registers_per_thread": cfg.registers_per_thread,
+            "shared_memory_per_block": cfg.shared_memory_per_block,
+            "curves": [curve_dict(c) for c in curves]}
+
+
+def banks_dict(result: BankResult, addresses: Sequence[int], size: int) -> dict[str, Any]:
+    return {"ways": result.ways, "wavefronts": result.wavefronts,
+            "conflict_free": result.ways == 1, "element_bytes": size,
+            "addresses": list(addresses), "banks": [list(b) for b in result.banks]}
+
+
+def device_list_dict(devs: Sequence[Device]) -> list[dict[str, Any]]:
+    return [{"device": d.key, "name": d.name, "compute_capability": d.compute_capability,
+             "aliases": list(d.aliases), "path": d.path} for d in devs]
+
+
+def device_dict(dev: Device) -> dict[str, Any]:
+    return {**dev.to_dict(), "path": dev.path}
+
+
+# --- check ------------------------------------------------------------------------------------
+
+
+def verdict_dict(v: Verdict) -> dict[str, Any]:
+    """One verdict with the resources it was judged on (None where it could not be read)."""
+    r, res = v.result, v.resources
+    return {
+        "kernel": v.kernel, "device": v.device, "line": v.line, "status": v.status, "ok": v.ok,
+        "active_blocks_per_sm": v.active_blocks_per_sm if r else None,
+        "occupancy": v.occupancy if r else None,
+        "limiters": list(v.limiters),
+        "registers_per_thread": res.registers_per_thread if res else None,
+        "static_shared_memory": r.static_shared_memory if r else None,
+        "dynamic_shared_memory": r.dynamic_shared_memory if r else None,
+        "max_threads_per_block": r.max_threads_per_block if r else None,
+        "spill_bytes": res.spill_bytes if res else None,
+        "stack_frame_bytes": res.stack_frame_bytes if res else None,
+        "function": (res.demangled or res.function) if res else None,
+        "resources_source": res.source if res else None,
+        "registers_source": res.source if res else None,
+        "problems": list(v.problems),
+        **({"cluster": list(r.cluster.cluster), "active_clusters": r.cluster.active_clusters,
+            "active_clusters_bounds": [r.cluster.lower, r.cluster.upper],
+            "active_clusters_source": r.cluster.source} if r and r.cluster else {}),
+    }
+
+
+def check_dict(manifest: str, verdicts: Sequence[Verdict]) -> dict[str, Any]:
+    from .formats import tally
+
+    passed, failed, errors = tally(verdicts)
+    return {"manifest": manifest, "results": [verdict_dict(v) for v in verdicts],
+            "passed": passed, "failed": failed, "errors": errors}

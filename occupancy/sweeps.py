@@ -77,16 +77,3 @@ def sweep_shared_memory(dev: Device, cfg: Config) -> Curve:
 
 def sweeps(dev: Device, cfg: Config) -> tuple[Curve, Curve, Curve]:
     return sweep_threads(dev, cfg), sweep_registers(dev, cfg), sweep_shared_memory(dev, cfg)
-
-
-def curve_dict(c: Curve) -> dict[str, object]:
-    return {
-        "name": c.name, "x_label": c.x_label,
-        "current": {"x": c.current.x, "occupancy": c.current.occupancy,
-                    "active_blocks_per_sm": c.current.active_blocks_per_sm,
-                    "limiters": list(c.current.limiters)},
-        "x": [p.x for p in c.points],
-        "occupancy": [p.occupancy for p in c.points],
-        "active_blocks_per_sm": [p.active_blocks_per_sm for p in c.points],
-        "limiters": [list(p.limiters) for p in c.points],
-    }

@@ -8,10 +8,11 @@ import pytest
 from click.testing import CliRunner
 
 from occupancy import load_device
-from occupancy.advisor import analyze, report_dict
+from occupancy.advisor import analyze
 from occupancy.banks import bank_conflicts, tile_addresses
 from occupancy.cli import main
 from occupancy.profiles import all_devices
+from occupancy.serialize import tile_dict
 
 
 def run(*args: str) -> object:
@@ -46,7 +47,7 @@ def test_seed_gtx1080_tiled_matmul_table() -> None:
 @pytest.mark.parametrize("kernel", ["matmul", "transpose"])
 def test_every_profile_without_a_gpu(dev: str, kernel: str) -> None:
     report = analyze(load_device(dev), kernel, 1000)  # n not a multiple of any tile
-    data = report_dict(report)
+    data = tile_dict(report)
     assert data["recommended"] is not None
     for c in data["candidates"]:
         assert c["registers_source"].startswith(("nvcc", "nvrtc", "estimate"))
@@ -77,7 +78,7 @@ def test_model_explains_caches() -> None:
 
 
 BAD = [
-    (["tile", "conv", "-d", "v100"], "Invalid value for '{matmul|transpose}'"),
+    (["tile", "conv", "-d", "v100"], "'conv' is neither matmul nor transpose nor a manifest"),
     (["tile", "matmul", "-d", "v100", "-n", "0"], "-n"),
     (["tile", "matmul", "-d", "nope"], "unknown device 'nope'"),
     (["banks", "--words", "a,b"], "--words"),
