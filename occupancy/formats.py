@@ -9,7 +9,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from . import __version__
 from .check import Verdict
-from .safety import xml_text
+from .safety import one_line, xml_text
 
 RULE_ID = "occupancy/launch-config"
 
@@ -62,7 +62,7 @@ def _gh_escape(text: str, prop: bool = False) -> str:
     text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     if prop:
         text = text.replace(":", "%3A").replace(",", "%2C")
-    return text
+    return one_line(text)  # any other control character or lone surrogate, as an escape
 
 
 def check_github(manifest: str, verdicts: Sequence[Verdict]) -> str:

@@ -274,3 +274,59 @@ def test_exit_codes_for_interrupts_pipes_and_bare_invocation(tmp_path: Path) -> 
             "sys.argv = ['occupancy', 'calc', '-d', 'v100', '-t', '256']\nc.main()\n")
     r2 = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WALL_S)
     assert r2.returncode == 130 and r2.stderr.strip() == "Interrupted." and "Traceback" not in r2.stderr
+
+
+RECORDS = [
+    "{}", "[]", "null", '"x"', "1", '{"results": []}', '{"results": [], "ceilings": {}}',
+    '{"device": 1, "date": "d", "driver_version": "1", "cupy_version": "c", "ceilings": {}, "results": []}',
+    '{"device": "x", "date": "d", "driver_version": "1", "cupy_version": "c", '
+    '"ceilings": {"copy_gb_s": "fast", "sgemm_tflops": 1}, "results": []}',
+    '{"device": "x", "date": "d", "driver_version": "1", "cupy_version": "c", '
+    '"ceilings": {"copy_gb_s": 1, "sgemm_tflops": 1}, "results": "many"}',
+    '{"device": "x", "date": "d", "driver_version": "1", "cupy_version": "c", '
+    '"ceilings": {"copy_gb_s": 1, "sgemm_tflops": 1}, "results": [{}]}',
+    '{"device": "x", "date": "d", "driver_version": "1", "cupy_version": "c", '
+    '"ceilings": {"copy_gb_s": 1, "sgemm_tflops": 1}, "results": [{"kernel": "k", "label": "l", '
+    '"verified": "yes"}]}',
+    '{"device": "x", "date": "d", "driver_version": "1", "cupy_version": "c", '
+    '"ceilings": {"copy_gb_s": Infinity, "sgemm_tflops": 1}, "results": []}',
+    "[" * 100000, '{"a": ' * 5000, "\xff\xfe",
+]
+
+
+@pytest.mark.parametrize("text", RECORDS, ids=[f"record{i}" for i in range(len(RECORDS))])
+def test_malformed_measure_records(tmp_path: Path, text: str) -> None:
+    (tmp_path / "rec.json").write_text(text, errors="surrogateescape")
+    r, wall = run(["report", "-d", "v100", "--measured", "rec.json", "-o", "r.md"], tmp_path)
+    one_error_line(r)
+    assert "--measured" in r.stderr and not (tmp_path / "r.md").exists() and wall < WALL_S
+
+
+def test_report_check_with_a_hostile_manifest(tmp_path: Path) -> None:
+    (tmp_path / "k.cu").write_text(SRC.read_text())
+    (tmp_path / "m.yaml").write_text(manifest(entry(defines='{X: "$(touch pwned)"}')))
+    r, _ = run(["report", "-d", "v100", "--check", "m.yaml", "-o", "r.html"], tmp_path)
+    assert "Traceback" not in r.stderr and not (tmp_path / "pwned").exists()
+    html = (tmp_path / "r.html").read_text()
+    assert "not allowed in a define" in html and "$(touch pwned)" in html  # shown, escaped, inert
+
+
+def test_unwritable_output_folder(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        out = "/proc/version"  # root may write anywhere ordinary: use a file nobody can replace
+    else:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        out = str(ro / "x.json")
+    (tmp_path / "m.yaml").write_text(_names_manifest("k"))
+    r, _ = run(["check", "m.yaml", "--format", "json", "-o", out], tmp_path)
+    one_error_line(r)
+
+
+def test_surrogate_and_escape_in_a_kernel_name(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text('devices: [v100]\nkernels:\n  - {name: "k\\udc80\\x1b[31m",'
+                                     " block: 256, registers: 300}\n")
+    for fmt in ("text", "json", "junit", "github", "sarif"):
+        r, _ = run(["check", "m.yaml", "--format", fmt], tmp_path)
+        assert r.returncode == 1 and "Traceback" not in r.stderr and "\x1b" not in r.stdout, fmt
