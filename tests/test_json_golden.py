@@ -1,0 +1,82 @@
+"""Exact outputs of the machine formats (every key and value), against golden files.
+Regenerate after an intended change: OCCUPANCY_REGEN=1 python -m pytest tests/test_json_golden.py"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from occupancy.cli import main
+from occupancy.resources import KernelResources
+
+GOLDEN = Path(__file__).parent / "golden" / "json"
+MANIFEST = """devices: [v100, h200, nosuchgpu]
+min_occupancy: 0.5
+kernels:
+  - {name: fits, block: 256, registers: 32}
+  - {name: low, block: 1024, registers: 64, max_registers: 48}
+  - {name: spills, block: 128, registers: 40, spill_stores_bytes: 8, no_spills: true,
+     devices: [h200]}
+  - {name: clustered, block: 128, registers: 32, cluster: [4, 2, 1], grid: [64, 2],
+     devices: [h200, v100]}
+  - {name: broken, block: 0, registers: 1}
+"""
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("OCCUPANCY_REGEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} differs from its golden file"
+
+
+CASES = [
+    ("calc_h200_cluster.json", ["calc", "-d", "h200", "-t", "128", "-r", "32", "--smem", "8K",
+                                "--dyn-smem", "60K", "--cluster", "2x2", "--json"]),
+    ("calc_v100_gtx980.json", ["calc", "-d", "v100", "-d", "gtx980", "-t", "416", "-r", "72",
+                               "--carveout", "25", "--launch-bound", "512", "--json"]),
+    ("best_a100_h200.json", ["best", "-d", "a100", "-d", "h200", "-r", "64", "--smem-per-thread",
+                             "16", "--cluster", "4", "--json"]),
+    ("banks_column.json", ["banks", "--column", "--pitch", "33", "--json"]),
+]
+
+
+@pytest.mark.parametrize(("name", "args"), CASES, ids=[c[0] for c in CASES])
+def test_command_json(name: str, args: list[str]) -> None:
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    _golden(name, r.stdout)
+
+
+@pytest.mark.parametrize("fmt", ["json", "junit", "github", "sarif"])
+def test_check_formats(tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("m.yaml").write_text(MANIFEST)
+    r = CliRunner().invoke(main, ["check", "m.yaml", "--format", fmt])
+    assert r.exit_code == 2
+    _golden(f"check.{fmt}", r.stdout.replace(str(tmp_path), "TMP"))
+
+
+def test_tile_json_with_a_fake_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped families' JSON, every field, with registers from a fake resolver (the
+    compiler's own numbers are tested elsewhere; this pins the model and the output)."""
+    import occupancy.advisor as advisor
+
+    def fake(src: Any, dev: Any, defines: Any = None) -> dict[str, KernelResources]:
+        names = ["matmul_naive", "matmul_tiled", "matmul_regblock", "transpose_naive",
+                 "transpose_tiled", "transpose_padded", "transpose_vec", "transpose_tall"]
+        regs = 32 + 8 * sum(int(v) for v in (defines or {}).values()) % 97
+        return {n: KernelResources(n, regs, 0, 1, 0, 0, 0, None, "fake") for n in names}
+
+    monkeypatch.setattr(advisor, "compile_or_estimate", fake)
+    for kernel in ("matmul", "transpose"):
+        r = CliRunner().invoke(main, ["tile", kernel, "-d", "h200", "-n", "4096", "--json"])
+        assert r.exit_code == 0, r.output
+        data = json.loads(r.stdout)
+        _golden(f"tile_{kernel}_fake.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
