@@ -46,7 +46,7 @@ class Candidate:
         return "naive" if self.variant == "naive" else f"{self.variant} {self.tile}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Counts:
     """Per launch, warp-level. Wavefronts: passes through the load/store unit."""
 
@@ -152,10 +152,29 @@ def _matmul(c: Candidate, n: int, bank_conflicts: Callable[..., BankResult]) -> 
         b_sec = sectors([tx * 4 for tx, ty in w])
         loads = 2 * fma
         grid = _cdiv(n, c.block[0]) * _cdiv(n, c.block[1])
-        return Counts(flops, fma, 2.0 * n ** 3, loads, fma * (a_sec + b_sec), n * n / 32,
-                      n * n / 32 * ideal_sectors(32, 4), 0, 0, 0, 0, 0, 12.0 * n * n, grid,
-                      n, 1, (a_sec + b_sec) / 2, ideal_sectors(32, 4), ideal_sectors(32, 4),
-                      float(n * 4 * (c.block[0] + c.block[1])), 256.0)
+        return Counts(
+            flops=flops,
+            fma_instructions=fma,
+            global_load_elements=2.0 * n ** 3,
+            global_loads=loads,
+            global_load_sectors=fma * (a_sec + b_sec),
+            global_stores=n * n / 32,
+            global_store_sectors=n * n / 32 * ideal_sectors(32, 4),
+            shared_loads=0,
+            shared_load_wavefronts=0,
+            shared_stores=0,
+            shared_store_wavefronts=0,
+            barriers=0,
+            compulsory_bytes=12.0 * n * n,
+            grid_blocks=grid,
+            iterations_per_warp=n,
+            bank_conflict_ways=1,
+            load_sectors_per_request=(a_sec + b_sec) / 2,
+            store_sectors_per_request=ideal_sectors(32, 4),
+            ideal_sectors_per_request=ideal_sectors(32, 4),
+            panel_bytes_per_block=float(n * 4 * (c.block[0] + c.block[1])),
+            bytes_in_flight_per_warp=256.0,
+        )
     if c.variant == "tiled":
         t = c.tile
         tiles = _cdiv(n, t)
@@ -169,10 +188,29 @@ def _matmul(c: Candidate, n: int, bank_conflicts: Callable[..., BankResult]) -> 
         lds_wf = fma * (b + 0.25 * a)
         ldg = float(warps_total * tiles * 2)
         row_sec = sectors([(ty * n + tx) * 4 for tx, ty in w])
-        return Counts(flops, fma, 2.0 * n ** 3 / t, ldg, ldg * row_sec, n * n / 32,
-                      n * n / 32 * row_sec, lds, lds_wf, ldg, ldg * st, warps_total * tiles * 2,
-                      12.0 * n * n, tiles * tiles, tiles, max(a, b, st), row_sec,
-                      row_sec, ideal_sectors(len(w), 4), float(2 * t * n * 4), 256.0)
+        return Counts(
+            flops=flops,
+            fma_instructions=fma,
+            global_load_elements=2.0 * n ** 3 / t,
+            global_loads=ldg,
+            global_load_sectors=ldg * row_sec,
+            global_stores=n * n / 32,
+            global_store_sectors=n * n / 32 * row_sec,
+            shared_loads=lds,
+            shared_load_wavefronts=lds_wf,
+            shared_stores=ldg,
+            shared_store_wavefronts=ldg * st,
+            barriers=warps_total * tiles * 2,
+            compulsory_bytes=12.0 * n * n,
+            grid_blocks=tiles * tiles,
+            iterations_per_warp=tiles,
+            bank_conflict_ways=max(a, b, st),
+            load_sectors_per_request=row_sec,
+            store_sectors_per_request=row_sec,
+            ideal_sectors_per_request=ideal_sectors(len(w), 4),
+            panel_bytes_per_block=float(2 * t * n * 4),
+            bytes_in_flight_per_warp=256.0,
+        )
     d = c.defines
     bm, bn, bk, tm, tn = d["BM"], d["BN"], d["BK"], d["TM"], d["TN"]
     blocks = _cdiv(n, bm) * _cdiv(n, bn)
@@ -198,11 +236,30 @@ def _matmul(c: Candidate, n: int, bank_conflicts: Callable[..., BankResult]) -> 
     # their stores to shared memory, the barrier and about a dozen loop/address instructions.
     a_loads, b_loads = bm * bk // 4 // c.threads, bk * bn // 4 // c.threads
     other = blocks * warps * ktiles * (bk * (tm // 4 + tn // 4) + 5 * a_loads + 2 * b_loads + 1 + 12)
-    return Counts(flops, fma, n ** 3 * (1 / bm + 1 / bn), ldg, ldg_sec, n * n / 32 / 4,
-                  n * n / 32 / 4 * 16, lds, lds_wf, sts_a + sts_b, sts_a * a_store + sts_b * 4,
-                  blocks * warps * ktiles, 12.0 * n * n, blocks, ktiles,
-                  max(a_store, int(bw), int(aw), 1), 16, 16, 16,
-                  float(n * 4 * (bm + bn)), (bm * bk + bk * bn) * 4.0 / warps, other)
+    return Counts(
+        flops=flops,
+        fma_instructions=fma,
+        global_load_elements=n ** 3 * (1 / bm + 1 / bn),
+        global_loads=ldg,
+        global_load_sectors=ldg_sec,
+        global_stores=n * n / 32 / 4,
+        global_store_sectors=n * n / 32 / 4 * 16,
+        shared_loads=lds,
+        shared_load_wavefronts=lds_wf,
+        shared_stores=sts_a + sts_b,
+        shared_store_wavefronts=sts_a * a_store + sts_b * 4,
+        barriers=blocks * warps * ktiles,
+        compulsory_bytes=12.0 * n * n,
+        grid_blocks=blocks,
+        iterations_per_warp=ktiles,
+        bank_conflict_ways=max(a_store, int(bw), int(aw), 1),
+        load_sectors_per_request=16,
+        store_sectors_per_request=16,
+        ideal_sectors_per_request=16,
+        panel_bytes_per_block=float(n * 4 * (bm + bn)),
+        bytes_in_flight_per_warp=(bm * bk + bk * bn) * 4.0 / warps,
+        other_instructions=other,
+    )
 
 
 def _transpose(c: Candidate, n: int, bank_conflicts: Callable[..., BankResult]) -> Counts:
@@ -216,16 +273,56 @@ def _transpose(c: Candidate, n: int, bank_conflicts: Callable[..., BankResult]) 
     read_sec = sectors([(ty * n + tx) * 4 for tx, ty in w])
     if c.variant == "naive":
         write_sec = sectors([(tx * n + ty) * 4 for tx, ty in w])
-        return Counts(0, 0, n * n, instr, instr * read_sec, instr, instr * write_sec, 0, 0, 0, 0,
-                      0, 8.0 * n * n, tiles, per_thread, 1, read_sec, write_sec,
-                      ideal_sectors(32, 4), 0, 128.0 * per_thread)
+        return Counts(
+            flops=0,
+            fma_instructions=0,
+            global_load_elements=n * n,
+            global_loads=instr,
+            global_load_sectors=instr * read_sec,
+            global_stores=instr,
+            global_store_sectors=instr * write_sec,
+            shared_loads=0,
+            shared_load_wavefronts=0,
+            shared_stores=0,
+            shared_store_wavefronts=0,
+            barriers=0,
+            compulsory_bytes=8.0 * n * n,
+            grid_blocks=tiles,
+            iterations_per_warp=per_thread,
+            bank_conflict_ways=1,
+            load_sectors_per_request=read_sec,
+            store_sectors_per_request=write_sec,
+            ideal_sectors_per_request=ideal_sectors(32, 4),
+            panel_bytes_per_block=0,
+            bytes_in_flight_per_warp=128.0 * per_thread,
+        )
     if c.variant == "tall":
         tiles_tall = _cdiv(n, 128) * _cdiv(n, 64)
         vinstr = tiles_tall * 128 * 64 / 4 / 32  # float4 warp loads (and as many stores)
         smem_instr = tiles_tall * 128 * 64 / 32
-        return Counts(0, 0, n * n, vinstr, vinstr * 16, vinstr, vinstr * 16, smem_instr, smem_instr,
-                      smem_instr, smem_instr * 2, tiles_tall * warps, 8.0 * n * n, tiles_tall, 8, 2,
-                      16, 16, 16, 0, 8 * 512.0)
+        return Counts(
+            flops=0,
+            fma_instructions=0,
+            global_load_elements=n * n,
+            global_loads=vinstr,
+            global_load_sectors=vinstr * 16,
+            global_stores=vinstr,
+            global_store_sectors=vinstr * 16,
+            shared_loads=smem_instr,
+            shared_load_wavefronts=smem_instr,
+            shared_stores=smem_instr,
+            shared_store_wavefronts=smem_instr * 2,
+            barriers=tiles_tall * warps,
+            compulsory_bytes=8.0 * n * n,
+            grid_blocks=tiles_tall,
+            iterations_per_warp=8,
+            bank_conflict_ways=2,
+            load_sectors_per_request=16,
+            store_sectors_per_request=16,
+            ideal_sectors_per_request=16,
+            panel_bytes_per_block=0,
+            bytes_in_flight_per_warp=8 * 512.0,
+        )
     if c.variant == "vec":
         # float4 rows in and out (16 sectors per warp request), scalar smem with pitch 65.
         vec_instr = tiles * t * t / 4 / 32  # each of loads and stores
@@ -233,14 +330,52 @@ def _transpose(c: Candidate, n: int, bank_conflicts: Callable[..., BankResult]) 
         ld = bank_conflicts([((4 * tx) * 65 + ty) * 4 for tx, ty in w]).ways
         smem_instr = tiles * t * t / 32
         per_thread = t // rows  # float4 per thread, each way
-        return Counts(0, 0, n * n, vec_instr, vec_instr * 16, vec_instr, vec_instr * 16,
-                      smem_instr, smem_instr * ld, smem_instr, smem_instr * st, tiles * warps,
-                      8.0 * n * n, tiles, per_thread, max(st, ld), 16, 16, 16, 0,
-                      per_thread * 512.0)
+        return Counts(
+            flops=0,
+            fma_instructions=0,
+            global_load_elements=n * n,
+            global_loads=vec_instr,
+            global_load_sectors=vec_instr * 16,
+            global_stores=vec_instr,
+            global_store_sectors=vec_instr * 16,
+            shared_loads=smem_instr,
+            shared_load_wavefronts=smem_instr * ld,
+            shared_stores=smem_instr,
+            shared_store_wavefronts=smem_instr * st,
+            barriers=tiles * warps,
+            compulsory_bytes=8.0 * n * n,
+            grid_blocks=tiles,
+            iterations_per_warp=per_thread,
+            bank_conflict_ways=max(st, ld),
+            load_sectors_per_request=16,
+            store_sectors_per_request=16,
+            ideal_sectors_per_request=16,
+            panel_bytes_per_block=0,
+            bytes_in_flight_per_warp=per_thread * 512.0,
+        )
     pitch = t + (1 if c.variant == "padded" else 0)
     store_ways = bank_conflicts([(ty * pitch + tx) * 4 for tx, ty in w]).ways
     load_ways = bank_conflicts([(tx * pitch + ty) * 4 for tx, ty in w]).ways
-    return Counts(0, 0, n * n, instr, instr * read_sec, instr, instr * read_sec, instr,
-                  instr * load_ways, instr, instr * store_ways, tiles * warps, 8.0 * n * n,
-                  tiles, per_thread, max(load_ways, store_ways), read_sec, read_sec,
-                  ideal_sectors(32, 4), 0, 128.0 * per_thread)
+    return Counts(
+        flops=0,
+        fma_instructions=0,
+        global_load_elements=n * n,
+        global_loads=instr,
+        global_load_sectors=instr * read_sec,
+        global_stores=instr,
+        global_store_sectors=instr * read_sec,
+        shared_loads=instr,
+        shared_load_wavefronts=instr * load_ways,
+        shared_stores=instr,
+        shared_store_wavefronts=instr * store_ways,
+        barriers=tiles * warps,
+        compulsory_bytes=8.0 * n * n,
+        grid_blocks=tiles,
+        iterations_per_warp=per_thread,
+        bank_conflict_ways=max(load_ways, store_ways),
+        load_sectors_per_request=read_sec,
+        store_sectors_per_request=read_sec,
+        ideal_sectors_per_request=ideal_sectors(32, 4),
+        panel_bytes_per_block=0,
+        bytes_in_flight_per_warp=128.0 * per_thread,
+    )
