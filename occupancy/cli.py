@@ -445,10 +445,12 @@ def _sets(values: tuple[str, ...]) -> dict[str, int]:
               help="Refuse spaces larger than this before compiling anything.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "kernel_tuner"]),
               default=None, help="kernel_tuner: the pruned space as restrictions, as JSON.")
+@click.option("--store", default=None, metavar="FILE.json",
+              help="A `measure --store` file: show the measured best for this GPU, if any.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
 @translate_errors
 def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[str, ...],
-         max_points: int, fmt: str | None, as_json: bool) -> None:
+         max_points: int, fmt: str | None, store: str | None, as_json: bool) -> None:
     """Which tile size? The shipped families, or the tuning space of your own kernel.
 
     `occupancy tile matmul -d gtx1080 -n 4096`: every candidate of kernels/matmul.cu.
@@ -483,14 +485,30 @@ def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[st
     spec = load_tuning(target, kernel, _sets(sets))
     pts, removed = points(spec, max_points)
     rep = rank(spec, dev, pts, removed)
+    stored = None
+    if store:
+        from .tuning import lookup
+
+        stored = lookup(store, spec, dev)
     if fmt != "text":
         from .serialize import tune_dict
 
-        _emit_json(tune_dict(rep, kernel_tuner=fmt == "kernel_tuner"))
+        _emit_json(tune_dict(rep, kernel_tuner=fmt == "kernel_tuner", stored=stored,
+                             store_checked=bool(store)))
         return
     from .render import tune_view
 
     _console().print(tune_view(rep))
+    if store:
+        from .safety import inert
+
+        if stored:
+            click.echo("Measured best on this GPU (" + inert(store) + "): " + inert(" ".join(
+                f"{k}={v}" for k, v in stored["params"].items())) +
+                f", {stored.get('median_ms', 0):.3f} ms")
+        else:
+            click.echo(f"Not measured on {dev.name} ({inert(store)} has no entry): the model's "
+                       "pick above stands")
 
 
 @main.command()

@@ -125,7 +125,8 @@ def listed_dict(k: ListedKernel) -> dict[str, Any]:
     return {"file": k.file, "arch": k.arch, **resources_dict(k.resources)}
 
 
-def tune_dict(rep: TuneReport, kernel_tuner: bool = False) -> dict[str, Any]:
+def tune_dict(rep: TuneReport, kernel_tuner: bool = False, stored: dict[str, Any] | None = None,
+              store_checked: bool = False) -> dict[str, Any]:
     """`tile MANIFEST --kernel NAME --json`: every point, the pick, the ties, the pruned."""
     from .tuning import kernel_tuner_restrictions
 
@@ -161,9 +162,16 @@ def tune_dict(rep: TuneReport, kernel_tuner: bool = False) -> dict[str, Any]:
         "restricted_out": rep.restricted_out,
         "notes": list(rep.notes),
     }
+    # The pruned space as another tuner takes it (kernel_tuner's tune_params/restrictions).
+    out["tune_params"] = {k: list(v) for k, v in rep.spec.space.items()}
+    out["restrictions"] = kernel_tuner_restrictions(rep)
+    if stored is not None or store_checked:
+        out["stored"] = stored
+        out["pick"] = ({"params": stored["params"], "source": "measured"} if stored else
+                       {"params": out["recommended"]["params"] if out["recommended"] else None,
+                        "source": "model (not measured on this GPU)"})
     if kernel_tuner:
-        out["tune_params"] = {k: list(v) for k, v in rep.spec.space.items()}
-        out["restrictions"] = kernel_tuner_restrictions(rep)
+        return {"tune_params": out["tune_params"], "restrictions": out["restrictions"]}
     return out
 
 

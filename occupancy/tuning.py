@@ -39,6 +39,7 @@ from .safety import INT32_MAX, define_value, inert
 from .solver import OccupancyResult, solve
 
 MAX_POINTS = 10_000
+MAX_ARRAY_BYTES = 64 << 30  # one argument of `measure`: more than any GPU here holds
 MAX_VALUES = 1_000
 # Predictions closer than this are a tie: the model's median error on the H200 (bench/).
 MODEL_ERROR = 0.15
@@ -351,6 +352,15 @@ def points(spec: TuneSpec, max_points: int = MAX_POINTS) -> tuple[list[Point], i
         if any(b <= 0 or b > INT32_MAX for b in (*block, *grid)) or not 0 <= dyn <= INT32_MAX:
             raise OccupancyError(f"{where}: block {block} / grid {grid} / smem {dyn} out of "
                                  f"range for {params}")
+        for j, a in enumerate(spec.args):
+            if isinstance(a, ArrayArg):
+                try:
+                    shape = [integer(x, env, f"{where}: args[{j}].shape") for x in a.shape]
+                except ExprError as exc:
+                    raise OccupancyError(f"{where}: {exc}") from None
+                if min(shape) <= 0 or math.prod(shape) * DTYPES[a.dtype] > MAX_ARRAY_BYTES:
+                    raise OccupancyError(f"{where}: args[{j}]: array {a.name} of shape {shape} "
+                                         f"is empty or over {MAX_ARRAY_BYTES >> 30} GiB")
         defines = tuple(sorted(
             (k, str(v(env)) if isinstance(v, Expr) else v) for k, v in spec.defines.items()))
         out.append(Point(params, _instance(spec.function, env), defines, block, grid, dyn))

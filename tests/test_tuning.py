@@ -208,3 +208,24 @@ def test_the_h200_records_meet_what_they_claim() -> None:
         data = json.loads(f.read_text())
         assert data["results"] and all(r["verified"] and r["occupancy_match"]
                                        for r in data["results"]), f.name
+
+
+def test_store_lookup_marks_measured_or_model_pick() -> None:
+    _need_nvcc()
+    store = str(ROOT / "bench" / "results" / "h200-tuning" / "store.json")
+    on = json.loads(run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200", "--store", store,
+                        "--json").stdout)  # type: ignore[attr-defined]
+    assert on["pick"]["source"] == "measured" and on["stored"]["params"]["BN"] == 128
+    off = json.loads(run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h100", "--store", store,
+                         "--json").stdout)  # type: ignore[attr-defined]
+    assert off["stored"] is None and off["pick"]["source"].startswith("model")
+    assert off["pick"]["params"] == off["recommended"]["params"]
+    assert "restrictions" in off and "tune_params" in off
+
+
+def test_shapes_that_overflow(tmp_path: Path) -> None:
+    p = _manifest(tmp_path, **{"problem: {M: 4096, N: 4096, K: 4096}":
+                               "problem: {M: 2000000000, N: 4096, K: 4096}",
+                               '"M % BM == 0 and N % BN == 0 and K % BK == 0"': '"M > 0"'})
+    r = run("tile", str(p), "--kernel", "sgemm2d", "-d", "h200")
+    assert r.exit_code == 2 and "args[4]: array A" in r.stderr and "GiB" in r.stderr  # type: ignore[attr-defined]
