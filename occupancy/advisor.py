@@ -15,13 +15,8 @@ from .files import data_dir
 from .model import ROOF_NAMES, Prediction, predict
 from .resources import CompilerUnavailable, KernelResources
 from .solver import LIMIT_NAMES, OccupancyResult, solve
-from .tiling import Candidate, Counts, candidates, counts, static_smem
+from .tiling import Candidate, Counts, candidates, counts
 from .toolchain import compile_or_estimate
-
-# Used only when no compiler can build for the device at all: registers of the shipped
-# kernels as ptxas 13.0 assigns them for sm_90 (every number marked as an estimate).
-_ESTIMATED_REGISTERS = {"matmul_naive": 32, "matmul_tiled": 32, "matmul_regblock": 128,
-                        "transpose_naive": 26, "transpose_tiled": 30, "transpose_padded": 30}
 
 
 def kernels_dir() -> Path:
@@ -60,7 +55,7 @@ def _resources(dev: Device, c: Candidate, notes: list[str]) -> KernelResources:
     except CompilerUnavailable as exc:
         if not any("estimate" in n for n in notes):
             notes.append(f"registers are estimates: {exc}")
-        return KernelResources(c.function, _ESTIMATED_REGISTERS[c.function], static_smem(c),
+        return KernelResources(c.function, c.estimated_registers, c.static_shared_memory,
                                0 if c.variant == "naive" else 1, 0, 0, 0, None,
                                "estimate (no compiler; pip install 'occupancy[compiler]')")
 

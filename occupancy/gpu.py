@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import tempfile
@@ -178,10 +177,7 @@ def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: in
         a = rng.standard_normal((n, n), dtype=cp.float32)
         b = rng.standard_normal((n, n), dtype=cp.float32)
         c = cp.full((n, n), cp.nan, dtype=cp.float32)  # poison: every element must be written
-        if cand.variant == "regblock":
-            grid = (math.ceil(n / cand.defines["BN"]), math.ceil(n / cand.defines["BM"]))
-        else:
-            grid = (math.ceil(n / cand.block[0]), math.ceil(n / cand.block[1]))
+        grid = cand.grid(n)
         args = (a, b, c, cp.int32(n))
 
         def launch() -> None:
@@ -199,13 +195,7 @@ def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: in
     else:
         a = rng.standard_normal((n, n), dtype=cp.float32)
         c = cp.full((n, n), cp.nan, dtype=cp.float32)
-        tiles = math.ceil(n / cand.tile)
-        if cand.variant == "tall":  # 128 rows x 64 columns of the input per block
-            grid = (math.ceil(n / 64), math.ceil(n / 128))
-        elif cand.defines.get("PERSIST"):  # one resident wave of blocks loops over the tiles
-            grid = (min(tiles * tiles, max(driver_blocks, 1) * dev.sm_count),)
-        else:
-            grid = (tiles, tiles)  # SWAP reorders the tiles inside the kernel
+        grid = cand.grid(n, driver_blocks * dev.sm_count)
         args = (a, c, cp.int32(n), cp.int32(n))
 
         def launch() -> None:

@@ -17,6 +17,9 @@ from .banks import BankResult, bank_conflicts, ideal_sectors, sectors
 from .errors import OccupancyError
 
 FAMILIES = ("matmul", "transpose")
+_ESTIMATED_REGISTERS = {"matmul_naive": 32, "matmul_tiled": 32, "matmul_regblock": 128,
+                        "transpose_naive": 26, "transpose_tiled": 30, "transpose_padded": 30,
+                        "transpose_vec": 32, "transpose_tall": 40}
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,42 @@ class Candidate:
     @property
     def threads(self) -> int:
         return self.block[0] * self.block[1]
+
+    @property
+    def static_shared_memory(self) -> int:
+        """Static shared memory the kernel declares (bytes), exact from its macros."""
+        if self.variant == "tiled" and self.kernel == "matmul":
+            return 2 * self.tile * self.tile * 4
+        if self.variant == "regblock":
+            d = self.defines
+            return 2 * d["BK"] * (d["BM"] + d["BN"]) * 4
+        if self.variant == "vec":
+            return self.tile * (self.tile + 1) * 4
+        if self.variant == "tall":
+            return 128 * (64 + 1) * 4  # a 128 x 64 tile, padded by one float per row
+        if self.kernel == "transpose" and self.variant in ("tiled", "padded"):
+            return self.tile * (self.tile + (1 if self.variant == "padded" else 0)) * 4
+        return 0
+
+    @property
+    def estimated_registers(self) -> int:
+        """Registers to assume where no compiler can build for the device at all (marked as
+        an estimate): about what ptxas 13.0 assigns the kernel for sm_90."""
+        return _ESTIMATED_REGISTERS[self.function]
+
+    def grid(self, n: int, resident_blocks: int = 1) -> tuple[int, ...]:
+        """The launch's grid for an n x n problem (`resident_blocks`: what the GPU holds at
+        once, for the persistent variant)."""
+        if self.variant == "regblock":
+            return (-(-n // self.defines["BN"]), -(-n // self.defines["BM"]))
+        if self.kernel == "matmul":
+            return (-(-n // self.block[0]), -(-n // self.block[1]))
+        if self.variant == "tall":  # 128 rows x 64 columns of the input per block
+            return (-(-n // 64), -(-n // 128))
+        tiles = -(-n // self.tile)
+        if self.defines.get("PERSIST"):  # one resident wave of blocks loops over the tiles
+            return (min(tiles * tiles, max(resident_blocks, 1)),)
+        return (tiles, tiles)  # SWAP reorders the tiles inside the kernel
 
     @property
     def label(self) -> str:
@@ -104,23 +143,6 @@ def candidates(kernel: str) -> list[Candidate]:
                              coarsening=32))  # float4, 128 x 64 tiles, 512-B output rows
         return out
     raise OccupancyError(f"unknown kernel family '{kernel}': choose one of {', '.join(FAMILIES)}")
-
-
-def static_smem(c: Candidate) -> int:
-    """Static shared memory the kernel declares (bytes), exact from its macros."""
-    if c.variant == "tiled" and c.kernel == "matmul":
-        return 2 * c.tile * c.tile * 4
-    if c.variant == "regblock":
-        d = c.defines
-        return 2 * d["BK"] * (d["BM"] + d["BN"]) * 4
-    if c.variant == "vec":
-        return c.tile * (c.tile + 1) * 4
-    if c.variant == "tall":
-        return 128 * 65 * 4
-    if c.kernel == "transpose" and c.variant in ("tiled", "padded"):
-        pad = 1 if c.variant == "padded" else 0
-        return c.tile * (c.tile + pad) * 4
-    return 0
 
 
 def _cdiv(a: int, b: int) -> int:

@@ -63,6 +63,9 @@ def test_estimates_are_marked_without_a_compiler(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(tc, "compiler_for", lambda arch: None)
     report = analyze(load_device("v100"), "matmul", 2048)
     assert all(a.resources.estimated for a in report.analyses)
+    every = analyze(load_device("h200"), "transpose", 2048)  # vec and tall too (a KeyError once)
+    assert all(a.resources.estimated and a.resources.static_shared_memory ==
+               a.candidate.static_shared_memory for a in every.analyses)
     assert any("pip install 'occupancy[compiler]'" in n for n in report.notes)
     assert "~" in run("tile", "matmul", "-d", "v100", "-n", "2048").stdout  # type: ignore[attr-defined]
 

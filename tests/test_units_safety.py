@@ -194,3 +194,19 @@ def test_check_takes_json_like_every_command(tmp_path: Path) -> None:
     a = CliRunner().invoke(main, ["check", str(m), "--json"]).stdout
     b = CliRunner().invoke(main, ["check", str(m), "--format", "json"]).stdout
     assert a == b and json.loads(a)["passed"] == 1
+
+
+def test_candidates_know_their_own_facts() -> None:
+    from occupancy.tiling import candidates
+
+    by = {c.label: c for k in ("matmul", "transpose") for c in candidates(k)}
+    assert by["tiled 16"].static_shared_memory == 2 * 16 * 16 * 4
+    assert by["regblock128 8x8 k16"].static_shared_memory == 2 * 16 * (128 + 128) * 4
+    assert by["padded 32x8"].static_shared_memory == 32 * 33 * 4
+    assert by["tiled 32x8"].static_shared_memory == 32 * 32 * 4
+    assert by["tall 16x16"].static_shared_memory == 128 * 65 * 4
+    assert by["naive"].static_shared_memory == 0
+    assert by["regblock128 8x8"].grid(4096) == (32, 32) and by["tiled 8"].grid(100) == (13, 13)
+    assert by["tall 16x16"].grid(4096) == (64, 32)
+    assert by["vec 16x16 persist"].grid(8192, 264) == (264,)
+    assert by["vec 16x16 swap"].grid(8192) == (128, 128)
