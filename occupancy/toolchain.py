@@ -796,8 +796,8 @@ def compile_or_estimate(source: str | os.PathLike[str], dev: Device,
                         ) -> dict[str, KernelResources]:
     """Compile for the device; below sm_50, where no compiler here reaches, compile for
     sm_50 and mark every figure as an estimate. No compiler at all: CompilerUnavailable."""
-    return compile_build(device_build(make_build(source, arch_of(dev), defines=defines,
-                                                 **build_args), dev))  # type: ignore[arg-type]
+    build = device_build(make_build(source, arch_of(dev), defines=defines, **build_args), dev)  # type: ignore[arg-type]
+    return _estimate_label(compile_build(build), dev, build)
 
 
 def device_build(build: Build, dev: Device) -> Build:
