@@ -56,7 +56,13 @@ class Oracle:
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Each test session compiles into its own cache, never the user's ~/.cache/occupancy."""
     if "OCCUPANCY_CACHE_DIR" not in os.environ or os.environ.get("CI"):
-        os.environ["OCCUPANCY_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+        # Under pytest-xdist the workers share one cache (writes are atomic renames).
+        root = tmp_path_factory.getbasetemp()
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            root = root.parent
+        cache = root / "occupancy-cache"
+        cache.mkdir(exist_ok=True)
+        os.environ["OCCUPANCY_CACHE_DIR"] = str(cache)
 
 
 @pytest.fixture(scope="session")

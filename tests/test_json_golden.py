@@ -80,3 +80,33 @@ def test_tile_json_with_a_fake_compiler(monkeypatch: pytest.MonkeyPatch) -> None
         assert r.exit_code == 0, r.output
         data = json.loads(r.stdout)
         _golden(f"tile_{kernel}_fake.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_plot_json() -> None:
+    r = CliRunner().invoke(main, ["plot", "-d", "rtx3090", "-t", "192", "-r", "48", "--smem", "6K",
+                                  "--json"])
+    assert r.exit_code == 0
+    _golden("plot_rtx3090.json", r.stdout)
+
+
+def test_tune_and_resources_json() -> None:
+    """Registers come from nvcc 13.0 for sm_90 (the CI machine's), so these pin the real
+    compiler's numbers too."""
+    from occupancy.toolchain import nvcc_path, tool_version
+
+    nvcc = nvcc_path()
+    if nvcc is None or tool_version(nvcc) != "13.0":
+        if os.environ.get("CI"):
+            pytest.fail("nvcc 13.0 missing in CI")
+        pytest.skip("the goldens were made with nvcc 13.0")
+    r = CliRunner().invoke(main, ["tile", str(ROOT / "examples/transpose/tune.yaml"), "--kernel",
+                                  "transpose", "-d", "h200", "--json"])
+    assert r.exit_code == 0, r.output
+    _golden("tune_transpose_h200.json", r.stdout)
+    src = ROOT / "tests/fixtures/project/src/kernels.cu"
+    r = CliRunner().invoke(main, ["resources", str(src), "-I", str(src.parent.parent / "include"),
+                                  "--arch", "sm_90", "--json"])
+    _golden("resources_project_sm90.json", r.stdout.replace(str(ROOT), "ROOT"))
