@@ -25,6 +25,7 @@ kernels:
   - {name: clustered, block: 128, registers: 32, cluster: [4, 2, 1], grid: [64, 2],
      devices: [h200, v100]}
   - {name: broken, block: 0, registers: 1}
+  - {name: "odd: a, b 50%", block: 2048, registers: 300, devices: [v100]}
 """
 
 
