@@ -12,9 +12,10 @@ from pathlib import Path
 from .device import Device
 from .errors import OccupancyError
 from .files import data_dir
+from .fmt import limiters, pct
 from .model import ROOF_NAMES, Prediction, predict
 from .resources import CompilerUnavailable, KernelResources
-from .solver import LIMIT_NAMES, OccupancyResult, solve
+from .solver import OccupancyResult, solve
 from .tiling import Candidate, Counts, candidates, counts
 from .toolchain import compile_or_estimate
 
@@ -88,9 +89,6 @@ def analyze(dev: Device, kernel: str, n: int) -> TileReport:
                       tuple(notes))
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.1f}%".replace(".0%", "%")
-
 
 def _blocks(n: int) -> str:
     return f"{n} block" + ("" if n == 1 else "s")
@@ -101,7 +99,7 @@ def _reasons(best: Analysis, runnable: list[Analysis], n: int) -> list[str]:
     assert p is not None
     c = best.candidate
     occ = best.occupancy
-    limiter = ", ".join(x.replace("_", " ") for x in LIMIT_NAMES if x in occ.limiters)
+    limiter = limiters(occ.limiters)
     reasons = [f"{c.label}: predicted {p.predicted_ms:.3f} ms, bound by {ROOF_NAMES[p.bound]}"]
     others = sorted((a for a in runnable if a is not best),
                     key=lambda a: a.prediction.predicted_ms)  # type: ignore[union-attr]
@@ -109,7 +107,7 @@ def _reasons(best: Analysis, runnable: list[Analysis], n: int) -> list[str]:
         nxt = others[0]
         ratio = nxt.prediction.predicted_ms / p.predicted_ms  # type: ignore[union-attr]
         reasons.append(f"{ratio:.2f}x faster than the runner-up, {nxt.candidate.label}")
-    reasons.append(f"occupancy {_pct(occ.occupancy)} ({_blocks(occ.active_blocks_per_sm)} of "
+    reasons.append(f"occupancy {pct(occ.occupancy)} ({_blocks(occ.active_blocks_per_sm)} of "
                    f"{c.threads} threads per SM, limited by {limiter}; "
                    f"{best.resources.registers_per_thread} registers from "
                    f"{best.resources.source})")
@@ -124,5 +122,5 @@ def _reasons(best: Analysis, runnable: list[Analysis], n: int) -> list[str]:
         reasons.append(f"its shared-memory access has {best.counts.bank_conflict_ways}-way "
                        "bank conflicts, counted in the load/store roof")
     if p.hiding < 1:
-        reasons.append(f"the resident warps hide {_pct(p.hiding)} of the memory latency")
+        reasons.append(f"the resident warps hide {pct(p.hiding)} of the memory latency")
     return reasons

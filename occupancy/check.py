@@ -19,6 +19,7 @@ from typing import Any
 from .device import Device
 from .errors import OccupancyError
 from .files import YamlDoc, read_yaml
+from .fmt import limiters, pct
 from .profiles import load_device
 from .resources import KernelResources
 from .safety import INT32_MAX, check_define_name, define_value, inert
@@ -449,9 +450,6 @@ def given_resources(spec: KernelSpec) -> KernelResources:
                            spec.max_threads_per_block, "manifest")
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.1f}%".replace(".0%", "%")
-
 
 def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
     """Can it launch, does it reach its floor, does it keep the register / spill rules."""
@@ -467,7 +465,7 @@ def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
               cluster=spec.cluster or res.cluster_dims, grid=spec.grid)
     problems = list(r.cannot_launch)
     if r.launchable and r.occupancy < spec.min_occupancy:
-        limiter = ", ".join(n.replace("_", " ") for n in LIMIT_NAMES if n in r.limiters)
+        limiter = limiters(r.limiters)
         fix = ""
         reg_cliff, smem_cliff = cliffs(dev, r)
         if "registers" in r.limiters and reg_cliff.gain_at is not None:
@@ -478,8 +476,8 @@ def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
                    f"{smem_cliff.gain_blocks} blocks")
         elif "warps" in r.limiters or "blocks" in r.limiters:
             fix = ": change the block size"
-        problems.append(f"occupancy {_pct(r.occupancy)} is below the floor of "
-                        f"{_pct(spec.min_occupancy)} (limited by {limiter}{fix})")
+        problems.append(f"occupancy {pct(r.occupancy)} is below the floor of "
+                        f"{pct(spec.min_occupancy)} (limited by {limiter}{fix})")
     if spec.max_registers is not None and regs > spec.max_registers:
         problems.append(f"{regs} registers per thread exceed max_registers {spec.max_registers}"
                         f" ({res.source})")

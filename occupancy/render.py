@@ -11,6 +11,17 @@ from rich.table import Table
 from rich.text import Text
 
 from .device import Device
+from .fmt import (
+    CHECK_HEAD,
+    LIMITER_LABELS,
+    MEASURE_HEAD,
+    TILE_HEAD,
+    check_rows,
+    limiters,
+    measure_rows,
+    pct,
+    tile_rows,
+)
 from .solver import LIMIT_NAMES, Cliff, OccupancyResult
 
 if TYPE_CHECKING:
@@ -19,16 +30,13 @@ if TYPE_CHECKING:
     from .toolchain import ListedKernel
     from .tuning import TuneReport
 
-_LABEL = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory",
-          "blocks": "blocks", "barriers": "barriers", "virtual_resources": "virtual resources"}
+_LABEL = LIMITER_LABELS
 
 
 def _b(n: int) -> str:
     return f"{n:,} B"
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.1f}%".replace(".0%", "%")
 
 
 def _kv(rows: Iterable[tuple[str, str]], title: str | None = None) -> Text:
@@ -128,12 +136,12 @@ def calc_view(dev: Device, r: OccupancyResult, block: tuple[int, ...],
         ("shared memory", f"{r.allocated_shared_memory_per_block:,} B per block "
                           f"(unit {dev.shared_memory_allocation_unit_bytes} B)"),
     ], title="Allocated")
-    limiter = ", ".join(_LABEL[n] for n in LIMIT_NAMES if n in r.limiters) or "-"
+    limiter = limiters(r.limiters) or "-"
     active = _kv([
         ("blocks", f"{r.active_blocks_per_sm} per SM"),
         ("warps", f"{r.active_warps_per_sm} of {r.max_warps_per_sm} per SM"),
         ("threads", f"{r.active_threads_per_sm:,} per SM"),
-        ("occupancy", _pct(r.occupancy)),
+        ("occupancy", pct(r.occupancy)),
         ("limited by", limiter),
     ], title="Active")
     parts: list[RenderableType] = [head, Text(""), inputs, Text(""), alloc, Text(""),
@@ -186,8 +194,8 @@ def compare_view(devs: Sequence[Device], results: Sequence[OccupancyResult],
         ("CC", [d.compute_capability for d in devs]),
         ("blocks/SM", [str(r.active_blocks_per_sm) for r in results]),
         ("warps/SM", [f"{r.active_warps_per_sm}/{r.max_warps_per_sm}" for r in results]),
-        ("occupancy", [_pct(r.occupancy) for r in results]),
-        ("limited by", [", ".join(_LABEL[n] for n in LIMIT_NAMES if n in r.limiters) or "-"
+        ("occupancy", [pct(r.occupancy) for r in results]),
+        ("limited by", [limiters(r.limiters) or "-"
                         for r in results]),
         ("regs cliff", [_cliff_short(c[0]) if c else "-" for c in cliffs_]),
         ("smem cliff", [_cliff_short(c[1]) if c else "-" for c in cliffs_]),
@@ -249,8 +257,8 @@ def best_view(a: BestAnswer) -> RenderableType:
         ("block size", f"{best.block_size} threads"),
         ("min grid size", f"{best.min_grid_size} blocks ({r.active_blocks_per_sm} per SM x "
                           f"{dev.sm_count} SMs)"),
-        ("occupancy", f"{_pct(r.occupancy)} ({r.active_threads_per_sm:,} threads per SM)"),
-        ("limited by", ", ".join(_LABEL[n] for n in LIMIT_NAMES if n in r.limiters)),
+        ("occupancy", f"{pct(r.occupancy)} ({r.active_threads_per_sm:,} threads per SM)"),
+        ("limited by", limiters(r.limiters)),
     ]
     if a.inputs.min_clusters is not None:
         rows.append(("largest cluster", _cluster_line(a)))
@@ -262,7 +270,7 @@ def best_view(a: BestAnswer) -> RenderableType:
     top.add_column("occupancy", justify="right")
     ranked = sorted(best.candidates, key=lambda c: (-c[1], -c[0]))[:8]
     for size, threads in ranked:
-        top.add_row(str(size), f"{threads:,}", _pct(threads / dev.max_threads_per_sm))
+        top.add_row(str(size), f"{threads:,}", pct(threads / dev.max_threads_per_sm))
     size = a.inputs.threads or best.block_size
     avail = Table(box=box.SIMPLE_HEAD, title=f"Dynamic shared memory per block at "
                   f"{size} threads", title_justify="left", title_style="bold",
@@ -293,7 +301,7 @@ def best_compare_view(answers: Sequence[BestAnswer]) -> RenderableType:
     for a in answers:
         r = a.best.result
         row = [a.device.key, str(a.best.block_size), str(r.active_blocks_per_sm),
-               _pct(r.occupancy), ", ".join(_LABEL[n] for n in LIMIT_NAMES if n in r.limiters)
+               pct(r.occupancy), limiters(r.limiters)
                or "-", f"{a.best.min_grid_size:,}"]
         if clusters:
             row.append("-" if not a.cluster_size else f"{a.cluster_size} ({a.cluster_source})")
@@ -339,18 +347,10 @@ def check_table(manifest: str, verdicts: Sequence[Verdict]) -> RenderableType:
 
     t = Table(box=box.SIMPLE_HEAD, title=f"occupancy check {inert(manifest)}", title_justify="left",
               title_style="bold", pad_edge=False)
-    for col, just in (("kernel", "left"), ("device", "left"), ("regs", "right"),
-                      ("smem B", "right"), ("blocks", "right"), ("occ.", "right"),
-                      ("verdict", "left")):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
-    for v in verdicts:
-        r = v.result
-        t.add_row(inert(v.kernel), inert(v.device),
-                  "-" if v.registers_per_thread is None else str(v.registers_per_thread),
-                  "-" if r is None else f"{r.static_shared_memory + r.dynamic_shared_memory:,}",
-                  "-" if r is None else str(v.active_blocks_per_sm),
-                  "-" if r is None else _pct(v.occupancy),
-                  {"pass": "ok", "fail": "FAIL", "error": "ERROR"}[v.status])
+    for col in CHECK_HEAD:
+        t.add_column(col, justify="left" if col in ("kernel", "device", "verdict") else "right")
+    for row in check_rows(verdicts):
+        t.add_row(*[inert(x) for x in row])
     passed = sum(v.status == "pass" for v in verdicts)
     errors = sum(v.status == "error" for v in verdicts)
     parts: list[RenderableType] = [t]
@@ -374,19 +374,11 @@ def tile_view(report: object) -> RenderableType:
     head = Text(f"{r.kernel}, n = {r.n:,}, on {dev.name} (CC {dev.compute_capability})",
                 style="bold")
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
-    for col, just in (("candidate", "left"), ("block", "right"), ("regs", "right"),
-                      ("smem B", "right"), ("blk", "right"), ("occ.", "right"),
-                      ("ways", "right"), ("pred. ms", "right"), ("bound", "left")):
-        t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
-    for a in r.analyses:
-        c, p = a.candidate, a.prediction
-        mark = "* " if a is r.recommended else ""
-        regs = f"{a.resources.registers_per_thread}" + ("~" if a.resources.estimated else "")
-        shape = str(c.block[0]) if c.block[1] == 1 else f"{c.block[0]}x{c.block[1]}"
-        t.add_row(mark + c.label, shape, regs, f"{a.resources.static_shared_memory:,}",
-                  str(a.occupancy.active_blocks_per_sm), _pct(a.occupancy.occupancy),
-                  str(a.counts.bank_conflict_ways), f"{p.predicted_ms:.3f}" if p else "-",
-                  p.bound if p else "no launch")
+    for col in TILE_HEAD:
+        t.add_column(col, justify="left" if col in ("candidate", "bound") else "right",
+                     no_wrap=True)
+    for row in tile_rows(r):
+        t.add_row(*row)
     parts: list[RenderableType] = [head, t]
     sources = sorted({a.resources.source for a in r.analyses})
     parts.append(Text("registers: " + "; ".join(sources)
@@ -436,22 +428,13 @@ def measure_view(data: dict) -> RenderableType:  # type: ignore[type-arg]
         rows = [r for r in data["results"] if r["kernel"] == kernel]
         if not rows:
             continue
-        unit = "TFLOP/s" if kernel == "matmul" else "GB/s"
         t = Table(box=box.SIMPLE_HEAD, title=f"{kernel}, n = {rows[0]['n']:,}",
                   title_justify="left", title_style="bold", pad_edge=False,
                   padding=(0, 1, 0, 0))
-        for col in ("candidate", "ok", "blk pred/drv", "pred ms", "meas ms", "err", unit, "ceil"):
+        for col in MEASURE_HEAD:
             t.add_column(col, justify="left" if col == "candidate" else "right", no_wrap=True)
-        for r in rows:
-            rate = r.get("tflops") if kernel == "matmul" else r.get("gb_s")
-            occ = (f"{r['predicted_active_blocks_per_sm']}/{r['driver_active_blocks_per_sm']}"
-                   + ("" if r["occupancy_match"] else " !"))
-            t.add_row(r["label"], "yes" if r["verified"] else "NO", occ,
-                      "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}",
-                      f"{r['measured']['median_ms']:.3f}",
-                      "-" if r["error"] is None else f"{r['error'] * 100:+.0f}%",
-                      f"{rate:,.2f}" if kernel == "matmul" else f"{rate:,.0f}",
-                      _pct(r["percent_of_ceiling"]))
+        for row in measure_rows(rows):
+            t.add_row(*row)
         parts.append(t)
     return Group(*parts)
 
@@ -459,11 +442,11 @@ def measure_view(data: dict) -> RenderableType:  # type: ignore[type-arg]
 def plot_view(dev: Device, r: OccupancyResult, curves: tuple) -> RenderableType:  # type: ignore[type-arg]
     from .charts import LEGEND, text_chart
 
-    limiter = ", ".join(_LABEL[n] for n in LIMIT_NAMES if n in r.limiters) or "-"
+    limiter = limiters(r.limiters) or "-"
     parts: list[RenderableType] = [Text(
         f"{dev.name} (CC {dev.compute_capability}): {r.threads_per_block} threads, "
         f"{r.registers_per_thread} registers, {r.static_shared_memory + r.dynamic_shared_memory:,} B "
-        f"smem -> {_pct(r.occupancy)}, limited by {limiter}", style="bold")]
+        f"smem -> {pct(r.occupancy)}, limited by {limiter}", style="bold")]
     for c in curves:
         parts += [Text(""), Text("\n".join(text_chart(c)))]
     parts += [Text(""), Text(LEGEND)]
@@ -535,7 +518,7 @@ def tune_view(rep: TuneReport) -> RenderableType:
         t.add_row(f"{mark}{i}", inert(" ".join(f"{k}={v}" for k, v in r.point.params.items())),
                   "x".join(map(str, r.point.block)), str(res.registers_per_thread),
                   f"{res.static_shared_memory + r.point.dynamic_shared_memory:,}",
-                  str(occ.active_blocks_per_sm), _pct(occ.occupancy),
+                  str(occ.active_blocks_per_sm), pct(occ.occupancy),
                   f"{p.predicted_ms:.3f}" if p else "-", p.bound if p else "-")
     parts: list[RenderableType] = [head, t]
     best = rep.recommended

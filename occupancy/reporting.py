@@ -16,6 +16,16 @@ from .charts import svg_chart
 from .check import Verdict
 from .device import Device
 from .errors import OccupancyError
+from .fmt import (
+    CHECK_HEAD,
+    MEASURE_HEAD,
+    TILE_HEAD,
+    check_rows,
+    limiters,
+    measure_rows,
+    pct,
+    tile_rows,
+)
 from .safety import inert, md, slug
 from .solver import LIMIT_NAMES, OccupancyResult
 from .sweeps import Config, Curve, sweeps
@@ -108,8 +118,6 @@ class _RecordError(OccupancyError):
         super().__init__(f"--measured {path}: {message}")
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.1f}%".replace(".0%", "%")
 
 
 def _limits_rows(r: OccupancyResult) -> list[list[str]]:
@@ -123,51 +131,25 @@ def _device_rows(rep: Report) -> list[list[str]]:
     for s in rep.devices:
         r = s.result
         rows.append([s.device.name, s.device.compute_capability, str(r.active_blocks_per_sm),
-                     f"{r.active_warps_per_sm}/{r.max_warps_per_sm}", _pct(r.occupancy),
-                     ", ".join(n.replace("_", " ") for n in LIMIT_NAMES if n in r.limiters) or "-",
+                     f"{r.active_warps_per_sm}/{r.max_warps_per_sm}", pct(r.occupancy),
+                     limiters(r.limiters) or "-",
                      "; ".join(r.cannot_launch) or "; ".join(r.notes) or ""])
     return rows
 
 
 _DEVICE_HEAD = ["device", "CC", "blocks/SM", "warps/SM", "occupancy", "limited by", "notes"]
-_TILE_HEAD = ["candidate", "block", "regs", "regs from", "smem B", "blocks/SM", "occupancy",
-              "bank ways", "predicted ms", "bound"]
-_CHECK_HEAD = ["kernel", "device", "ok", "blocks/SM", "occupancy", "problems"]
-_MEASURE_HEAD = ["kernel", "candidate", "verified", "blocks pred/driver", "predicted ms",
-                 "measured ms", "error", "rate", "of ceiling"]
-
-
-def _tile_rows(t: TileReport) -> list[list[str]]:
-    rows = []
-    for a in t.analyses:
-        p = a.prediction
-        shape = "x".join(str(b) for b in a.candidate.block if b != 1) or "1"
-        rows.append([("* " if a is t.recommended else "") + a.candidate.label, shape,
-                     str(a.resources.registers_per_thread), a.resources.source,
-                     f"{a.resources.static_shared_memory:,}", str(a.occupancy.active_blocks_per_sm),
-                     _pct(a.occupancy.occupancy), str(a.counts.bank_conflict_ways),
-                     f"{p.predicted_ms:.3f}" if p else "-",
-                     p.bound if p else "cannot launch"])
-    return rows
+_CHECK_HEAD = [*CHECK_HEAD, "problems"]
+_MEASURE_HEAD = ["kernel", *MEASURE_HEAD]
 
 
 def _check_rows(rep: Report) -> list[list[str]]:
-    return [[v.kernel, v.device, {"pass": "ok", "fail": "FAIL", "error": "ERROR"}[v.status],
-             str(v.active_blocks_per_sm) if v.result else "-",
-             _pct(v.occupancy) if v.result else "-", "; ".join(v.problems)] for v in rep.verdicts]
+    return [[*row, "; ".join(v.problems)]
+            for row, v in zip(check_rows(rep.verdicts), rep.verdicts, strict=True)]
 
 
 def _measure_rows(m: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    for r in m["results"]:
-        rate = (f"{r['tflops']:.2f} TFLOP/s" if "tflops" in r else f"{r['gb_s']:,.0f} GB/s")
-        rows.append([r["kernel"], r["label"], "yes" if r["verified"] else "NO",
-                     f"{r['predicted_active_blocks_per_sm']}/{r['driver_active_blocks_per_sm']}",
-                     "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}",
-                     f"{r['measured']['median_ms']:.3f}",
-                     "-" if r["error"] is None else f"{r['error'] * 100:+.0f}%", rate,
-                     _pct(r["percent_of_ceiling"])])
-    return rows
+    return [[r["kernel"], *row] for r, row in zip(m["results"], measure_rows(m["results"]),
+                                                  strict=True)]
 
 
 def build(devices: list[Device], cfg: Config, block: tuple[int, ...],
@@ -223,7 +205,9 @@ def to_markdown(rep: Report, chart_dir: str | None = None) -> tuple[str, dict[st
             out += [" ".join(links), ""]
     for t in rep.tiles:
         out += [f"## Tile sizes: {t.kernel}, n = {t.n:,}, on {md(t.device.name)}", ""]
-        out += _md_table(_TILE_HEAD, _tile_rows(t))
+        out += _md_table(TILE_HEAD, tile_rows(t))
+        out += [f"Registers from {md(', '.join(sorted({a.resources.source for a in t.analyses})))}.",
+                ""]
         if t.recommended:
             out += [f"**Recommended: {md(t.recommended.candidate.label)}**", ""]
         out += [f"- {md(r)}" for r in t.reasons] + [""]
@@ -285,7 +269,9 @@ def to_html(rep: Report) -> str:
                  f"{escape(t.device.name)}</h2>")
         css = ["best" if a is t.recommended else ("fail" if not a.launchable else "")
                for a in t.analyses]
-        h.append(_html_table(_TILE_HEAD, _tile_rows(t), css))
+        h.append(_html_table(TILE_HEAD, tile_rows(t), css))
+        h.append("<p class=\"muted\">Registers from "
+                 + escape(", ".join(sorted({a.resources.source for a in t.analyses}))) + ".</p>")
         if t.recommended:
             h.append(f"<p><b>Recommended: {escape(t.recommended.candidate.label)}</b></p>")
         h.append("<ul>" + "".join(f"<li>{escape(r)}</li>" for r in t.reasons) + "</ul>")
