@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .device import Device
-from .errors import OccupancyError
+from .errors import FileError, OccupancyError
 from .files import YamlDoc, read_yaml
 from .fmt import limiters, pct
 from .profiles import load_device
@@ -26,12 +26,8 @@ from .safety import INT32_MAX, check_define_name, define_value, inert
 from .solver import LIMIT_NAMES, OccupancyResult, cliffs, solve
 
 
-class ManifestError(OccupancyError):
+class ManifestError(FileError):
     """A manifest that cannot be read: the message names file, line and key."""
-
-    def __init__(self, message: str, path: str, line: int | None = None) -> None:
-        super().__init__(f"{path}: " + (f"line {line}: " if line else "") + message)
-        self.path, self.line = path, line
 
 
 _DEFAULT_KEYS = {"include_dirs", "flags", "defines"}
@@ -213,15 +209,11 @@ def _defines_raw(v: Any, line: int | None) -> dict[str, Any]:
 
 
 def _defines(v: Any, line: int | None) -> dict[str, str]:
-    if not isinstance(v, dict) or len(v) > 1024:
-        raise _EntryError("defines must be a mapping, e.g. {TILE: 32, USE_FAST: true}", line)
-    out = {}
+    """Defines typed as the compiler gets them: true/false -> 1/0, numbers and words as is."""
     try:
-        for k, val in v.items():
-            out[check_define_name(k, "defines")] = define_value(val, f"defines.{k}")
-    except OccupancyError as exc:
+        return {k: define_value(val, f"defines.{k}") for k, val in _defines_raw(v, line).items()}
+    except OccupancyError as exc:  # a bad value; a bad mapping or name is already one
         raise _EntryError(str(exc), line) from None
-    return out
 
 
 class _Entry:

@@ -15,9 +15,10 @@ from .advisor import TileReport
 from .charts import svg_chart
 from .check import Verdict
 from .device import Device
-from .errors import OccupancyError
+from .errors import FileError, OccupancyError
 from .fmt import (
     CHECK_HEAD,
+    LIMITER_LABELS,
     MEASURE_HEAD,
     TILE_HEAD,
     check_rows,
@@ -113,15 +114,14 @@ def load_measured(path: str) -> dict[str, Any]:
     return _check_record(data, f"--measured {inert(path)}")
 
 
-class _RecordError(OccupancyError):
-    def __init__(self, message: str, path: str, line: int | None = None) -> None:
-        super().__init__(f"--measured {path}: {message}")
+class _RecordError(FileError):
+    prefix = "--measured "
 
 
 
 
 def _limits_rows(r: OccupancyResult) -> list[list[str]]:
-    return [[n.replace("_", " "), "-" if r.block_limits[n] is None else str(r.block_limits[n]),
+    return [[LIMITER_LABELS[n], "-" if r.block_limits[n] is None else str(r.block_limits[n]),
              "limiter" if n in r.limiters else ""] for n in LIMIT_NAMES
             if n != "virtual_resources" or r.block_limits[n] is not None]
 

@@ -35,7 +35,7 @@ from typing import TypeVar
 from . import __version__
 from .binaries import kind_of, parse_cubin, ptx_entries, ptx_target, static_shared_from_cubin
 from .device import Device
-from .errors import OccupancyError
+from .errors import FileError, OccupancyError
 from .resources import CompileError, CompilerUnavailable, KernelResources, parse_ptxas_log
 from .safety import check_define_name, check_flag_token, define_value, inert, safe_path
 
@@ -859,7 +859,7 @@ class CheckResolver:
         from .files import LOG_CAP, read_bytes
 
         if path not in self._files:
-            data = read_bytes(path, _PathError, LOG_CAP, "check the manifest's path", kind)
+            data = read_bytes(path, FileError, LOG_CAP, "check the manifest's path", kind)
             if kind == "ptxas log":
                 self._files[path] = parse_ptxas_log(data.decode("utf-8", errors="replace"),
                                                     label=f"ptxas log {inert(shown)}")
@@ -900,11 +900,6 @@ class CheckResolver:
         return replace(found[mangled], demangled=names[mangled])
 
 
-class _PathError(OccupancyError):
-    def __init__(self, message: str, path: str, line: int | None = None) -> None:
-        super().__init__(f"{path}: {message}")
-
-
 def _shown(path: str) -> str:
     try:
         return os.path.relpath(path)
@@ -940,7 +935,7 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
                                              flags=flags, defines=defines))
             out += [ListedKernel(shown, arch, r) for r in found.values()]
         return out
-    data = read_bytes(path, _PathError, LOG_CAP, "give a .cu, ptxas log, cubin, fatbin, "
+    data = read_bytes(path, FileError, LOG_CAP, "give a .cu, ptxas log, cubin, fatbin, "
                       "executable or library", "file")
     kind = kind_of(data)
     out = []

@@ -30,7 +30,7 @@ from typing import Any
 
 from .check import ManifestError, _defines_raw, _dirs, _flags, _unknown_key
 from .device import Device
-from .errors import OccupancyError
+from .errors import FileError, OccupancyError
 from .expr import Expr, ExprError, check_names, integer, parse
 from .files import read_yaml
 from .model import Prediction, predict_work
@@ -507,9 +507,8 @@ def read_store(path: str) -> dict[str, Any]:
     if not os.path.exists(path):
         return {"entries": {}}
 
-    class _StoreError(OccupancyError):
-        def __init__(self, message: str, p: str, line: int | None = None) -> None:
-            super().__init__(f"--store {p}: {message}")
+    class _StoreError(FileError):
+        prefix = "--store "
 
     text = read_text(path, _StoreError, LOG_CAP, "a store written by occupancy measure --store",
                      "store")
