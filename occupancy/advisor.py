@@ -6,6 +6,7 @@ the device's architecture (resources.py), occupancy (solver.py), predicted time 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from .device import Device
 from .errors import OccupancyError
 from .files import data_dir
 from .fmt import limiters, pct
-from .model import ROOF_NAMES, Prediction, predict
+from .model import ROOF_NAMES, Prediction, predict, predict_work
 from .resources import CompilerUnavailable, KernelResources
 from .solver import OccupancyResult, solve
 from .tiling import Candidate, Counts, candidates, counts
@@ -67,6 +68,29 @@ def candidate_occupancy(dev: Device, c: Candidate, res: KernelResources) -> Occu
     return solve(dev, c.threads, res.registers_per_thread, res.static_shared_memory, 0,
                  max_threads_per_block=res.max_threads_per_block,
                  block_barriers=max(res.barriers, 1 if c.variant != "naive" else 0))
+
+
+def work_prediction(dev: Device, c: Candidate, res: KernelResources, occ: OccupancyResult,
+                    k: Counts, n: int) -> Prediction | None:
+    """The model every user kernel gets (model.predict_work): the SASS loop mix and one warp
+    run on the candidate's PTX (ptxsim), with its real launch (A, B, C or in, out; n).
+    None where there is no build to read (estimated registers) or the PTX cannot be run."""
+    from .ptxsim import ARRAY_STRIDE, PtxError, run_warp
+    from .toolchain import arch_of, build_ptx, device_build, make_build
+
+    if "estimate" in res.source:
+        return None
+    src = kernels_dir() / f"{c.kernel}.cu"
+    try:
+        ptx = build_ptx(device_build(make_build(src, arch_of(dev), defines=c.defines), dev))
+        args = [ARRAY_STRIDE * (j + 1) for j in range(c.arrays)] + list(c.sizes(n))
+        grid = c.grid(n, occ.active_blocks_per_sm * dev.sm_count)
+        t = run_warp(ptx, c.function, args, c.block, grid, dev.shared_memory_banks)
+    except (OccupancyError, PtxError, ArithmeticError, ValueError, IndexError, KeyError,
+            TypeError):
+        return None
+    return predict_work(dev, occ, math.prod(grid), k.flops, k.compulsory_bytes,
+                        res.registers_per_thread, res.loop_mix, t)
 
 
 def analyze(dev: Device, kernel: str, n: int) -> TileReport:

@@ -231,7 +231,8 @@ _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
 _SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                         r"(?:.*?`\((\.L_x_\d+)\))?")
 MIX_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg", "bar",
-            "loop")
+            "loop", "ldg_batches", "ldg_cover")
+_REG = re.compile(r"\bR(\d+)\b")
 
 
 def _width(suffix: str | None) -> int:
@@ -248,7 +249,7 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
     (the backward-branch body with the most FFMAs, else the most instructions), or of the
     whole function when it has no loop. Static counts of an unrolled loop body stand in for
     the dynamic mix: the loop is where the time goes."""
-    funcs: dict[str, list[tuple[int, str, str | None, str | None]]] = {}
+    funcs: dict[str, list[tuple[int, str, str | None, str | None, str]]] = {}
     labels: dict[str, dict[str, int]] = {}
     current: str | None = None
     pending: list[str] = []
@@ -270,11 +271,12 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
             for lab in pending:
                 labels[current][lab] = addr
             pending = []
-            funcs[current].append((addr, m.group(2), m.group(3), m.group(4)))
+            funcs[current].append((addr, m.group(2), m.group(3), m.group(4),
+                                   line[m.end(3) if m.group(3) else m.end(2):]))
     out = {}
     for fn, insns in funcs.items():
         loops = []
-        for addr, op, _, target in insns:
+        for addr, op, _, target, _ in insns:
             if op == "BRA" and target in labels[fn] and labels[fn][target] < addr:
                 body = [i for i in insns if labels[fn][target] <= i[0] <= addr]
                 loops.append(body)
@@ -282,7 +284,8 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
             [i for i in insns if i[1] not in ("NOP", "BRA", "EXIT")]
         mix = dict.fromkeys(MIX_KEYS, 0)
         mix["loop"] = int(bool(loops))
-        for _, op, suffix, _ in body:
+        mix["ldg_batches"], mix["ldg_cover"] = _load_batches(body)
+        for _, op, suffix, _, _ in body:
             mix["total"] += 1
             if op == "FFMA":
                 mix["ffma"] += 1
@@ -301,3 +304,38 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
                 mix["bar"] += 1
         out[fn] = tuple(mix.items())
     return out
+
+
+def _operands(rest: str, op: str) -> tuple[list[int], list[int]]:
+    """(registers written, registers read) of one SASS instruction's operand text."""
+    operands = rest.split(";")[0]
+    regs = [int(r) for r in _REG.findall(operands)]
+    if not op.startswith(("ST", "RED", "BAR", "BRA")) and regs and operands.strip().startswith("R"):
+        return regs[:1], regs[1:]
+    return [], regs
+
+
+def _load_batches(body: list[tuple[int, str, str | None, str | None, str]]) -> tuple[int, int]:
+    """How a warp running this code waits for its global loads: it issues loads until an
+    instruction reads a register one of them writes, then stalls for the data (a tile load
+    that the compiler keeps to 6 registers at a time waits 6 loads at a time). Returns the
+    number of such waits and the fewest instructions between a load and its first use (in
+    a loop, counted around the back edge: a load prefetched for the next iteration is
+    covered by the whole body)."""
+    pending: set[int] = set()
+    batches = 0
+    decoded = [(op, suffix, *_operands(rest, op)) for _, op, suffix, _, rest in body]
+    cover = len(body)
+    for i, (op, suffix, writes, reads) in enumerate(decoded):
+        if pending and pending.intersection(reads):
+            batches += 1
+            pending.clear()
+        if op in ("LDG", "LD") and writes:
+            width = 4 if suffix and ".128" in suffix else 2 if suffix and ".64" in suffix else 1
+            dest = set(range(writes[0], writes[0] + width))
+            pending.update(dest)
+            for d in range(1, len(body)):
+                if dest.intersection(decoded[(i + d) % len(body)][3]):
+                    cover = min(cover, d)
+                    break
+    return batches + (1 if pending else 0), cover

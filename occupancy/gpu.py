@@ -178,7 +178,7 @@ def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: in
         b = rng.standard_normal((n, n), dtype=cp.float32)
         c = cp.full((n, n), cp.nan, dtype=cp.float32)  # poison: every element must be written
         grid = cand.grid(n)
-        args = (a, b, c, cp.int32(n))
+        args = (a, b, c, *(cp.int32(x) for x in cand.sizes(n)))
 
         def launch() -> None:
             fn(grid, cand.block, args)
@@ -196,7 +196,7 @@ def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: in
         a = rng.standard_normal((n, n), dtype=cp.float32)
         c = cp.full((n, n), cp.nan, dtype=cp.float32)
         grid = cand.grid(n, driver_blocks * dev.sm_count)
-        args = (a, c, cp.int32(n), cp.int32(n))
+        args = (a, c, *(cp.int32(x) for x in cand.sizes(n)))
 
         def launch() -> None:
             fn(grid, cand.block, args)

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .device import Device
 from .solver import OccupancyResult
 from .tiling import Candidate, Counts
+
+if TYPE_CHECKING:
+    from .ptxsim import Traffic
 
 # One warp-wide shared-memory access (32 lanes x 4 B = 128 B) per clock per SM: the LSU's
 # rate since Maxwell. A global load that hits L1 costs more than a shared load (tag lookup,
@@ -21,6 +25,10 @@ from .tiling import Candidate, Counts
 LSU_WAVEFRONTS_PER_CLOCK = 1.0
 GLOBAL_LOAD_COST = 1.6
 BARRIER_COST = 1.0  # a __syncthreads occupies the issue slot like one wavefront
+# A global load that hits L1 passes one wavefront per 128-byte line its lanes touch
+# (ptxsim counts the lines): llm.c's matmul_forward_kernel1, whose lanes each walk their
+# own row, runs at one line per clock per SM on the H200 (4 block shapes, within 3%).
+GLOBAL_LINE_COST = 1.0
 # L2 bandwidth per SM per clock for what misses L1: ~5.5 TB/s on H100/H200 (132 SMs at
 # 1.98 GHz); used for every device, scaled by its SMs and clock.
 L2_BYTES_PER_CLOCK_PER_SM = 21.0
@@ -44,6 +52,11 @@ OVERLAP = 0.25
 REQUEST_OVERHEAD_BYTES = 6.4
 DRAM_LATENCY_CLOCKS = 800  # global load latency on a miss, order of magnitude since Volta
 L2_LATENCY_CLOCKS = 300
+# The same latency as the tuning model sees it: its bytes in flight are the loads a warp
+# issues before it first needs one (the SASS's batches), so the effective latency of the
+# 1 - e^-x curve is shorter. Calibrated on the H200 transpose space at 8192 (2.6% median
+# error; 4096, not used, 5.5%): bench/results/h200-tuning.
+WORK_DRAM_LATENCY_CLOCKS = 500
 FMA_LATENCY_CLOCKS = 4
 SCHEDULERS_PER_SM = 4
 LAUNCH_OVERHEAD_MS = 0.005
@@ -155,27 +168,30 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
 
 def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: float,
                  dram_bytes: float, registers_per_thread: int,
-                 loop_mix: tuple[tuple[str, int], ...] | None = None) -> Prediction:
+                 loop_mix: tuple[tuple[str, int], ...] | None = None,
+                 traffic: Traffic | None = None) -> Prediction:
     """Predicted time of a user's kernel from its declared work (FLOPs, DRAM bytes), its
-    occupancy and, when the SASS was read, the instruction mix of its hottest loop.
+    occupancy, the instruction mix of its hottest SASS loop, and what one of its warps
+    does on the PTX (ptxsim: shared wavefronts with bank conflicts, global lines).
 
-    With the mix, the FLOPs fix how many times that loop's FFMAs run, which gives every
-    other instruction of the loop too: the issue roof (one warp instruction per scheduler
-    per clock), the FP32 pipe, and the load/store unit (shared-memory wavefronts and global
-    accesses). That is what tells a 4x4 register tile from an 8x8 one: the same FLOPs, but
-    twice the shared loads per FMA. Without it, the FP32 roof alone. Latency hiding and the
-    combination of roofs are the same Little's-law terms as `predict`; independent work
-    per thread is taken from its registers (~1 FMA in flight per 32 registers)."""
-    clock = dev.boost_clock_mhz * 1e6 * CLOCK_UNDER_LOAD
+    The traffic is per warp (a warp's whole run) or per iteration of the hottest loop;
+    the grid's warps, or the declared FLOPs over the FLOPs of one iteration, say how many
+    times it happens. The SASS mix gives the issue slots the same way (the FLOPs fix how
+    many times the loop's FFMAs run). Without either, the FP32 and DRAM roofs alone.
+    Latency hiding and the combination of roofs are the same Little's-law terms as
+    `predict`; independent work per thread is taken from its registers (~1 FMA in flight
+    per 32 registers)."""
+    clock = dev.boost_clock_mhz * 1e6
     sms = dev.sm_count
+    warps_per_block = max(occ.warps_per_block, 1)
     mix = dict(loop_mix) if loop_mix else {}
     fp32 = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
-    issue = lsu = 0.0
+    issue = lsu = scattered = 0.0
     runs = 0.0
     if flops and mix.get("ffma"):
         runs = flops / 2 / dev.warp_size / mix["ffma"]  # executions of the loop, warp-wide
     elif mix and not mix.get("loop"):
-        runs = float(grid_blocks * max(occ.warps_per_block, 1))  # straight-line: once a warp
+        runs = float(grid_blocks * warps_per_block)  # straight-line: once a warp
     if runs:
         fp32 = max(fp32, runs * mix["fp32"] * dev.warp_size * 2
                    / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY))
@@ -183,33 +199,73 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
         wavefronts = (mix["lds_wavefronts"] + mix["sts_wavefronts"]
                       + GLOBAL_LOAD_COST * mix["ldg"] + mix["stg"] + BARRIER_COST * mix["bar"])
         lsu = runs * wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
+    units = 0.0
+    if traffic is not None:
+        if traffic.complete:
+            units = float(grid_blocks * warps_per_block)
+        elif flops and traffic.flops:
+            units = flops / traffic.flops
+    per_warp_bytes = 128.0 * (mix["ldg"] if mix.get("ldg") else max(1, registers_per_thread // 32))
+    if units and traffic is not None:
+        t = traffic
+        wavefronts = (t.shared_wavefronts + GLOBAL_LINE_COST * t.global_load_lines
+                      + t.global_store_lines + BARRIER_COST * t.barriers)
+        lsu = units * wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
+        if not runs:
+            issue = units * t.steps / (sms * SCHEDULERS_PER_SM * clock)
+        scattered = units * t.partial_store_sectors / (
+            sms * dev.boost_clock_mhz * 1e6 * PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM)
+        if t.global_loads:
+            # a warp has in flight the loads it issues before it first needs one of them:
+            # the SASS's batches (the compiler may keep a tile load to a few registers)
+            batch = mix["ldg"] / max(mix.get("ldg_batches", 1), 1) if mix.get("ldg") \
+                else t.global_loads
+            per_warp_bytes = t.load_bytes / t.global_loads * batch
     dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
             * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
+    # The SM's clock drops under FMA load (FP32_EFFICIENCY holds that drop at a full FFMA
+    # pipe): issue and load/store work slow with it in proportion to the FFMA pipe's share
+    # of the time; a kernel without FLOPs runs at the boost clock.
+    fma_time = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
+    busiest = max(fp32, issue, lsu, dram, scattered)
+    slow = 1 - (1 - CLOCK_UNDER_LOAD) * (min(1.0, fma_time / busiest) if busiest else 0.0)
+    issue, lsu = issue / slow, lsu / slow
     resident = max(occ.active_blocks_per_sm, 1) * sms
     blocks_per_sm = min(max(occ.active_blocks_per_sm, 1), -(-grid_blocks // sms))
-    warps = max(blocks_per_sm * max(occ.warps_per_block, 1), 1)
+    warps = max(blocks_per_sm * warps_per_block, 1)
     ilp = max(1, registers_per_thread // 32)
     fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
     # Bytes a warp has in flight: the global loads its hot code issues before it needs
-    # them (a straight-line tile load issues them all), else one per 32 registers.
-    in_flight = warps * 128.0 * (mix["ldg"] if mix.get("ldg") else ilp)
-    need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / (dev.boost_clock_mhz * 1e6) * DRAM_LATENCY_CLOCKS
+    # them (a straight-line tile load issues them all), else one line per 32 registers.
+    in_flight = warps * per_warp_bytes
+    need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / (dev.boost_clock_mhz * 1e6) * WORK_DRAM_LATENCY_CLOCKS
     mem_hiding = 1 - math.exp(-in_flight / need_dram)
     busy = min(sms, grid_blocks) / sms
     # A loop that loads from global memory and waits at a barrier before using the data
-    # (the tiled pattern) exposes the load latency once per iteration, unless the SM's
-    # other resident blocks compute meanwhile: an iteration of one block takes its compute
-    # plus the latency, and B blocks overlap B computes with it.
+    # (the tiled pattern) exposes the load latency once per iteration, less the time the
+    # block's warps spend issuing the instructions between a load and its first use (a
+    # prefetch into registers for the next tile hides it all), unless the SM's other
+    # resident blocks compute meanwhile: an iteration of one block takes its compute plus
+    # what is exposed, and B blocks overlap B computes with it.
     stall = 1.0
     if mix.get("loop") and mix.get("ldg") and mix.get("bar"):
-        warps_per_block = max(occ.warps_per_block, 1)
         iteration = max(mix["total"] * warps_per_block / SCHEDULERS_PER_SM,
                         (mix["lds_wavefronts"] + mix["sts_wavefronts"]) * warps_per_block, 1.0)
-        stall = max(1.0, (iteration + DRAM_LATENCY_CLOCKS) / (blocks_per_sm * iteration))
+        if units and traffic is not None and not traffic.complete:
+            iteration = max(traffic.steps * warps_per_block / SCHEDULERS_PER_SM,
+                            traffic.shared_wavefronts * warps_per_block, 1.0)
+        # the instructions that run, from the PTX run (a static count also sees branches
+        # that never run, such as a kernel's scalar fallback for odd sizes), else the SASS
+        covered = traffic.cover if units and traffic is not None and traffic.covered_loads \
+            else mix.get("ldg_cover", 0)
+        cover = covered * warps_per_block / SCHEDULERS_PER_SM
+        exposed = max(0.0, DRAM_LATENCY_CLOCKS - cover)
+        stall = max(1.0, (iteration + exposed) / (blocks_per_sm * iteration))
     roofs = {"fp32": max(fp32, issue) * stall / busy / fma_hiding,
              "lsu": lsu * stall / busy / fma_hiding,
-             "l2": 0.0, "dram": dram / mem_hiding, "scatter": 0.0}
-    compute, memory = max(roofs["fp32"], roofs["lsu"]), roofs["dram"]
+             "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered}
+    compute = max(roofs["fp32"], roofs["lsu"])
+    memory = max(roofs["dram"], roofs["scatter"])
     hi, lo = max(compute, memory), min(compute, memory)
     seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
     waves = -(-grid_blocks // resident)

@@ -75,6 +75,15 @@ class Candidate:
         return (tiles, tiles)  # SWAP reorders the tiles inside the kernel
 
     @property
+    def arrays(self) -> int:
+        """Pointer arguments the kernel takes first: (A, B, C) or (in, out)."""
+        return 3 if self.kernel == "matmul" else 2
+
+    def sizes(self, n: int) -> tuple[int, ...]:
+        """The int arguments after the arrays: (n,) for matmul, (rows, cols) for transpose."""
+        return (n,) if self.kernel == "matmul" else (n, n)
+
+    @property
     def label(self) -> str:
         if self.variant == "regblock":
             d = self.defines

@@ -43,7 +43,7 @@ COMPILER_HINT = ("install a compiler: nvcc (CUDA 13 covers sm_75+, CUDA 12 sm_50
                  "in $CUDA_HOME, or pip install 'occupancy[compiler]' (NVRTC + ptxas 12.9 for "
                  "sm_50-sm_72)")
 TIMEOUT_S = 300  # one compile; a hung compiler must not hang CI forever
-CACHE_FORMAT = 3  # what a cache entry holds; bump when KernelResources gains a field
+CACHE_FORMAT = 4  # what a cache entry holds; bump when KernelResources gains a field (4: PTX)
 _ERROR_LINES = 3
 
 
@@ -279,7 +279,9 @@ def _deps_unchanged(deps: list[list[object]]) -> bool:
 
 def _key(build: Build, compiler: Compiler) -> str:
     text = _sha(build.source) or "missing"
-    blob = json.dumps([__version__, CACHE_FORMAT, compiler.label, compiler.path, build.arch,
+    # nvdisasm's presence decides whether the entry holds the SASS loop mix
+    blob = json.dumps([__version__, CACHE_FORMAT, compiler.label, compiler.path, nvdisasm_path(),
+                       build.arch,
                        build.source, text, build.include_dirs, build.flags, build.defines,
                        build.name_expressions])
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -303,8 +305,15 @@ def _cache_load(key: str) -> dict[str, KernelResources] | None:
         return None  # missing or corrupt: compile again
 
 
+def _write_atomic(where: Path, name: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
+    with os.fdopen(fd, "wb") as fb:
+        fb.write(data)
+    os.replace(tmp, where / name)
+
+
 def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterable[str],
-                 cubin: bytes | None = None) -> None:
+                 cubin: bytes | None = None, ptx: str | None = None) -> None:
     rows = []
     for d in sorted(set(deps)):
         st, sha = _stat(d), _sha(d)
@@ -313,15 +322,13 @@ def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterabl
     try:
         where = cache_dir()
         where.mkdir(parents=True, exist_ok=True)
-        if cubin is not None:  # first, so a json entry never points at a missing binary
-            fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fb:
-                fb.write(cubin)
-            os.replace(tmp, where / f"{key}.cubin")
-        fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"kernels": {k: asdict(v) for k, v in kernels.items()}, "deps": rows}, fh)
-        os.replace(tmp, where / f"{key}.json")
+        # the binaries first, so a json entry never points at a missing one
+        if cubin is not None:
+            _write_atomic(where, f"{key}.cubin", cubin)
+        if ptx is not None:
+            _write_atomic(where, f"{key}.ptx", ptx.encode())
+        blob = json.dumps({"kernels": {k: asdict(v) for k, v in kernels.items()}, "deps": rows})
+        _write_atomic(where, f"{key}.json", blob.encode())
     except OSError:
         pass  # a read-only home still works, only without the cache
 
@@ -375,7 +382,7 @@ def _instantiating_wrapper(build: Build) -> str:
     return safe_path(path, "the compile cache folder")
 
 
-BuildOutput = tuple[dict[str, KernelResources], list[str], bytes]
+BuildOutput = tuple[dict[str, KernelResources], list[str], bytes, str]  # +deps, cubin, PTX
 
 
 def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
@@ -384,7 +391,9 @@ def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
         source = _instantiating_wrapper(build)
     with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
         cubin, deps = os.path.join(tmp, "k.cubin"), os.path.join(tmp, "k.d")
-        cmd = [c.path, "-cubin", f"-arch={build.arch}", "-Xptxas", "-v", *_ptxas_x(build),
+        # -keep leaves the PTX of this very compile in tmp (ptxsim reads its addresses)
+        cmd = [c.path, "-cubin", f"-arch={build.arch}", "-keep", "-keep-dir", tmp,
+               "-Xptxas", "-v", *_ptxas_x(build),
                *[f for f in build.flags if not f.startswith("-Xptxas=")],
                *[f"-I{d}" for d in build.include_dirs],
                *[f"-D{k}={v}" for k, v in build.defines], "-MD", "-MF", deps, source,
@@ -394,10 +403,11 @@ def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
                  if source != build.source else None)
         data = Path(cubin).read_bytes()
         dep_text = Path(deps).read_text(errors="replace") if os.path.exists(deps) else ""
+        ptx = "\n".join(p.read_text(errors="replace") for p in sorted(Path(tmp).glob("*.ptx")))
     files = [p.replace("\\ ", " ") for p in re.split(r"(?<!\\)\s+", dep_text.split(":", 1)[-1])
              if p and p != "\\"]
     return _combine(r.stderr + r.stdout, data, build, f"{c.label} {build.arch}", None), \
-        [os.path.abspath(f) for f in files], data
+        [os.path.abspath(f) for f in files], data, ptx
 
 
 def _ptxas_x(build: Build) -> list[str]:
@@ -568,7 +578,7 @@ def _nvrtc_build(build: Build, c: Compiler) -> BuildOutput:
         data = Path(cubin).read_bytes()
     res = _combine(r.stderr + r.stdout, data, build, f"{c.label} {build.arch}", ptx)
     return res, scan_includes(build.source, [os.path.dirname(build.source), *build.include_dirs]), \
-        data
+        data, ptx
 
 
 def compile_build(build: Build) -> dict[str, KernelResources]:
@@ -579,10 +589,15 @@ def compile_build(build: Build) -> dict[str, KernelResources]:
 def build_cubin(build: Build) -> bytes:
     """The cubin of the very build whose resources compile_build reports (one compile
     serves both: `measure` runs what `tile` ranked)."""
-    return _compile(build, want_cubin=True)[1] or b""
+    return _compile(build, want=".cubin")[1] or b""
 
 
-def _compile(build: Build, want_cubin: bool = False
+def build_ptx(build: Build) -> str:
+    """The PTX of that same compile (the addresses ptxsim follows)."""
+    return (_compile(build, want=".ptx")[1] or b"").decode(errors="replace")
+
+
+def _compile(build: Build, want: str | None = None
              ) -> tuple[dict[str, KernelResources], bytes | None]:
     c = compiler_for(build.arch)
     if c is None:
@@ -590,19 +605,19 @@ def _compile(build: Build, want_cubin: bool = False
     key = _key(build, c)
     hit = _cache_load(key)
     if hit is not None:
-        if not want_cubin:
+        if want is None:
             return hit, None
         try:
-            return hit, (cache_dir() / f"{key}.cubin").read_bytes()
+            return hit, (cache_dir() / f"{key}{want}").read_bytes()
         except OSError:
             pass  # compile again for the binary
     if not os.path.isfile(build.source):
         raise OccupancyError(f"{inert(build.shown)}: no such file")
-    found, deps, cubin = (_nvcc_build if c.kind == "nvcc" else _nvrtc_build)(build, c)
+    found, deps, cubin, ptx = (_nvcc_build if c.kind == "nvcc" else _nvrtc_build)(build, c)
     names = demangle(list(found))
     found = {k: replace(v, demangled=names.get(k, k)) for k, v in found.items()}
-    _cache_store(key, found, [build.source, *deps], cubin)
-    return found, cubin
+    _cache_store(key, found, [build.source, *deps], cubin, ptx)
+    return found, cubin if want == ".cubin" else ptx.encode() if want == ".ptx" else None
 
 
 T = TypeVar("T")

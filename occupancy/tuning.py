@@ -24,7 +24,7 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,9 @@ from .errors import FileError, OccupancyError
 from .expr import Expr, ExprError, check_names, integer, parse
 from .files import read_yaml
 from .model import Prediction, predict_work
+from .ptxsim import Traffic
 from .resources import KernelResources
-from .safety import INT32_MAX, define_value, inert
+from .safety import INT32_MAX, define_value, inert, write_atomically
 from .solver import OccupancyResult, solve
 
 MAX_POINTS = 10_000
@@ -462,7 +463,8 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
             dram = float(spec.work["dram_bytes"](env)) if "dram_bytes" in spec.work else 0.0
             if flops or dram:
                 pred = predict_work(dev, occ, pt.grid_blocks, flops, dram,
-                                    res.registers_per_thread, res.loop_mix)
+                                    res.registers_per_thread, res.loop_mix,
+                                    traffic(spec, pt, builds[pt.defines], res, dev))
         out.append(Ranked(pt, res, occ, pred, tuple(reasons), builds[pt.defines]))
     ok = sorted((r for r in out if not r.pruned),
                 key=lambda r: (r.prediction.predicted_ms if r.prediction else 0.0,
@@ -480,6 +482,58 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
         ok.sort(key=lambda r: -(r.occupancy.occupancy if r.occupancy else 0))
     return TuneReport(spec, dev, (*ok, *pruned), restricted_out, ties if len(ties) > 1 else (),
                       tuple(notes))
+
+
+def launch_values(spec: TuneSpec, env: Mapping[str, Any]) -> list[float | int] | None:
+    """The kernel's arguments as numbers: sizes evaluated, arrays at ptxsim's aligned bases."""
+    from .ptxsim import ARRAY_STRIDE
+
+    if not spec.args:
+        return None
+    out: list[float | int] = []
+    for j, a in enumerate(spec.args):
+        out.append(ARRAY_STRIDE * (j + 1) if isinstance(a, ArrayArg) else a(env))
+    return out
+
+
+def traffic(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev: Device
+            ) -> Traffic | None:
+    """One warp of the point run on its PTX (ptxsim), cached by the PTX and the launch; None
+    where there are no args, no PTX, or PTX the emulator cannot follow."""
+    import hashlib
+    import json
+
+    from . import __version__
+    from .ptxsim import MAX_STEPS, PtxError, run_warp
+    from .toolchain import build_ptx, cache_dir
+
+    values = launch_values(spec, {**spec.problem, **pt.params})
+    if values is None:
+        return None
+    try:
+        ptx = build_ptx(build)
+    except OccupancyError:
+        return None
+    if not ptx:
+        return None
+    blob = json.dumps([__version__, MAX_STEPS, res.function, values, pt.block, pt.grid,
+                       dev.shared_memory_banks, hashlib.sha256(ptx.encode()).hexdigest()])
+    path = cache_dir() / f"traffic-{hashlib.sha256(blob.encode()).hexdigest()}.json"
+    try:
+        return Traffic(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        pass
+    try:
+        t = run_warp(ptx, res.function, values, pt.block, pt.grid, dev.shared_memory_banks)
+    except (PtxError, ArithmeticError, ValueError, IndexError, KeyError, TypeError,
+            RecursionError):
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(str(path), json.dumps(asdict(t)))
+    except (OSError, OccupancyError):
+        pass
+    return t
 
 
 def kernel_tuner_restrictions(report: TuneReport) -> list[str]:
