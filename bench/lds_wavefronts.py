@@ -124,10 +124,13 @@ def main() -> None:
     metrics = [m for m in want if m.rsplit(".", 1)[0] in known] or want[:2]
     r = subprocess.run(["ncu", "--metrics", ",".join(metrics), "--csv", "--print-units", "base",
                         sys.executable, __file__, "--child"], capture_output=True, text=True)
-    rows = [row for row in csv.DictReader(io.StringIO(
-        "\n".join(line for line in r.stdout.splitlines() if line.startswith('"'))))]
+    rows = list(csv.DictReader(io.StringIO(
+        "\n".join(line for line in r.stdout.splitlines() if line.startswith('"')))))
     by_id: dict[str, dict[str, float]] = {}
+    ours = {k for k, _, _, _ in patterns()}
     for row in rows:
+        if row.get("Kernel Name", "").split("(")[0] not in ours:
+            continue  # CuPy's own launches (arange fills the global buffer)
         v = row.get("Metric Value", "").replace(",", "")
         try:
             by_id.setdefault(row["ID"], {})[row["Metric Name"]] = float(v)

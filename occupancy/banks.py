@@ -3,7 +3,12 @@
 Pure functions over the byte addresses the 32 threads of a warp touch. Shared memory
 has `banks` banks of `width` bytes (32 x 4 B from CC 2.0; 16 on CC 1.x, serviced per
 half-warp); threads reading the same word share it (a broadcast). Accesses wider than 4
-bytes are served in phases: 8-byte accesses per half-warp, 16-byte per quarter-warp.
+bytes are served in phases: 8-byte accesses per half-warp, 16-byte per quarter-warp, since
+the unit returns 128 bytes (one register of the warp) per pass. When neighbouring threads
+read the same address (thread t and t^1 everywhere, or t and t^2), it packs the return
+and a phase covers twice the threads: a uniform LDS.128 takes 2 passes, not 4. Measured
+on the H200 with Nsight Compute for 31 patterns (bench/results/h200-validate/
+lds-wavefronts.json), all equal to what this function says.
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ def bank_conflicts(addresses: Sequence[int], element_bytes: int = 4, banks: int 
     phase = warp_size
     if banks == 16:
         phase = warp_size // 2  # CC 1.x: a half-warp at a time
+    packed = 2 if banks != 16 and _pairs_share(addresses) else 1
     if element_bytes == 8:
-        phase = min(phase, warp_size // 2)
+        phase = min(phase, warp_size // 2 * packed)
     elif element_bytes == 16:
-        phase = min(phase, warp_size // 4)
+        phase = min(phase, warp_size // 4 * packed)
     per_thread = []
     worst = 0
     wavefronts = 0
@@ -53,6 +59,13 @@ def bank_conflicts(addresses: Sequence[int], element_bytes: int = 4, banks: int 
         first, last = a // width, (a + element_bytes - 1) // width
         per_thread.append(tuple(sorted({w % banks for w in range(first, last + 1)})))
     return BankResult(max(worst, 1), max(wavefronts, 1), tuple(per_thread), worst_map)
+
+
+def _pairs_share(addresses: Sequence[int]) -> bool:
+    """Thread t reads what t^1 reads, for every t; or what t^2 reads."""
+    n = len(addresses)
+    return n > 1 and any(all(addresses[t] == addresses[t ^ k] for t in range(n) if t ^ k < n)
+                         for k in (1, 2))
 
 
 def sectors(addresses: Sequence[int], element_bytes: int = 4, sector_bytes: int = 32) -> int:

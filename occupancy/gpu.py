@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from typing import Any
 
@@ -54,25 +53,6 @@ def device_properties(index: int = 0) -> dict[str, Any]:
 
 MATMUL_RTOL = 1e-4  # ||C - ref|| / ||ref|| against cuBLAS in float64; float32 sums land ~1e-6
 L2_FLUSH_FACTOR = 2  # bytes written between timed runs, in L2 sizes
-
-
-def _compile_cubin(source: str, arch: str, defines: dict[str, int]) -> bytes:
-    """The same nvcc + ptxas build the tile model reads its registers from."""
-    from .resources import CompileError
-    from .toolchain import nvcc_path
-
-    nvcc = nvcc_path()
-    if nvcc is None:
-        raise GpuUnavailable("measure needs nvcc (CUDA 13) to build kernels/ for this GPU")
-    with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
-        out = os.path.join(tmp, "k.cubin")
-        flags = [f"-D{k}={v}" for k, v in sorted(defines.items())]
-        r = subprocess.run([nvcc, f"-arch={arch}", "-cubin", "-O3", *flags, source, "-o", out],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            raise CompileError(f"nvcc {source}: {r.stderr.strip()[:300]}")
-        with open(out, "rb") as fh:
-            return fh.read()
 
 
 class Timer:
@@ -153,16 +133,16 @@ def load_function(cupy: Any, cubin: bytes, name: str) -> tuple[Any, Any]:
 def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: int,
                   kdir: Any) -> dict[str, Any]:
     """Build, verify, time and ask the driver about one tile candidate."""
-    from .advisor import candidate_occupancy
-    from .model import predict
+    from .advisor import candidate_occupancy, predict_candidate
     from .tiling import counts
-    from .toolchain import compile_resources
+    from .toolchain import build_cubin, compile_build, make_build
 
     cp = cupy
     arch = f"sm_{dev.cc_major}{dev.cc_minor}"
     src = str(kdir / f"{cand.kernel}.cu")
-    res = compile_resources(src, arch, cand.defines)[cand.function]
-    module, fn = load_function(cp, _compile_cubin(src, arch, cand.defines), cand.function)
+    build = make_build(src, arch, defines=cand.defines)  # one compile: resources and binary
+    res = compile_build(build)[cand.function]
+    module, fn = load_function(cp, build_cubin(build), cand.function)
     drv = cp.cuda.driver
     regs = drv.funcGetAttribute(4, fn.kernel.ptr)  # CU_FUNC_ATTRIBUTE_NUM_REGS
     smem = drv.funcGetAttribute(1, fn.kernel.ptr)  # CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
@@ -170,7 +150,7 @@ def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: in
     driver_blocks = drv.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, cand.threads, 0)
     occ = candidate_occupancy(dev, cand, res)
     k = counts(cand, n, dev.shared_memory_banks)
-    pred = predict(dev, cand, k, occ, n) if occ.launchable else None
+    pred = predict_candidate(dev, cand, res, occ, k, n)
     rng = cp.random.default_rng()
     grid: tuple[int, ...]
     if cand.kernel == "matmul":

@@ -57,6 +57,11 @@ L2_LATENCY_CLOCKS = 300
 # 1 - e^-x curve is shorter. Calibrated on the H200 transpose space at 8192 (2.6% median
 # error; 4096, not used, 5.5%): bench/results/h200-tuning.
 WORK_DRAM_LATENCY_CLOCKS = 500
+# Issue slots and the load/store unit serve one instruction stream: a shared load takes a
+# slot and waits in the unit's queue, so when both are busy the smaller adds a little
+# (the same lo^2/hi form as OVERLAP). Calibrated on the H200 SGEMM space at 4096 (5.3%
+# median error; 2048 and 8192, not used: 8.1% and 7.1%).
+ISSUE_LSU_OVERLAP = 0.1
 FMA_LATENCY_CLOCKS = 4
 SCHEDULERS_PER_SM = 4
 LAUNCH_OVERHEAD_MS = 0.005
@@ -260,20 +265,26 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
             else mix.get("ldg_cover", 0)
         cover = covered * warps_per_block / SCHEDULERS_PER_SM
         exposed = max(0.0, DRAM_LATENCY_CLOCKS - cover)
-        stall = max(1.0, (iteration + exposed) / (blocks_per_sm * iteration))
+        # each block waits a fraction f of its time; the SM idles only when all B resident
+        # blocks wait at once (f^B, blocks drifting independently of each other)
+        waiting = exposed / (iteration + exposed)
+        stall = 1 / (1 - waiting ** blocks_per_sm) if waiting < 1 else 1.0
     roofs = {"fp32": max(fp32, issue) * stall / busy / fma_hiding,
              "lsu": lsu * stall / busy / fma_hiding,
              "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered}
-    compute = max(roofs["fp32"], roofs["lsu"])
+    hi_c, lo_c = max(roofs["fp32"], roofs["lsu"]), min(roofs["fp32"], roofs["lsu"])
+    compute = hi_c + ISSUE_LSU_OVERLAP * lo_c * (lo_c / hi_c if hi_c else 0.0)
     memory = max(roofs["dram"], roofs["scatter"])
     hi, lo = max(compute, memory), min(compute, memory)
     seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
-    waves = -(-grid_blocks // resident)
-    wave_eff = grid_blocks / (waves * resident)
-    if 1 < waves <= 2 and compute >= memory:
+    # The tail: blocks are dealt to SMs evenly, so some SMs run ceil(grid / SMs) blocks
+    # while the average is grid / SMs. On the issue side each SM works through its own
+    # blocks and the kernel ends with the busiest one; on the memory side the others take
+    # its share of the bandwidth. (A grid under one block per SM is `busy` above.)
+    wave_eff = 1.0
+    if grid_blocks > sms and compute >= memory:
+        wave_eff = grid_blocks / sms / -(-grid_blocks // sms)
         seconds /= wave_eff
-    else:
-        wave_eff = 1.0
     bound = max(roofs, key=lambda r: roofs[r])
     return Prediction(seconds * 1e3 + LAUNCH_OVERHEAD_MS, bound,
                       {r: v * 1e3 for r, v in roofs.items()},

@@ -122,7 +122,9 @@ class _Kernel:
 
 
 def _split_args(text: str) -> list[str]:
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "[{":
             depth += 1
@@ -296,12 +298,13 @@ class _Warp:
         tid = [(t % bx, (t // bx) % by, t // (bx * by)) for t in self.lanes]
         cx, cy, cz = (list(block_index) + [0, 0])[:3]
         gx, gy, gz = (list(grid) + [1, 1])[:3]
-        special = {"%tid.x": [t[0] for t in tid], "%tid.y": [t[1] for t in tid],
+        special: dict[str, list[int] | int] = {"%tid.x": [t[0] for t in tid], "%tid.y": [t[1] for t in tid],
                    "%tid.z": [t[2] for t in tid], "%ntid.x": bx, "%ntid.y": by, "%ntid.z": bz,
                    "%ctaid.x": cx, "%ctaid.y": cy, "%ctaid.z": cz, "%nctaid.x": gx,
                    "%nctaid.y": gy, "%nctaid.z": gz, "%laneid": list(self.lanes),
                    "%warpid": 0, "%nwarpid": -(-threads // WARP)}
-        self.special = {n: (v if isinstance(v, list) else [v] * WARP) for n, v in special.items()}
+        self.special: dict[str, list[int]] = {
+            n: (v if isinstance(v, list) else [v] * WARP) for n, v in special.items()}
         self.counters = [0.0] * len(FIELDS)
         self.vec_ok: dict[int, bool] = {}
         self.pending: dict[str, float] = {}  # register -> step its global load issued
@@ -501,13 +504,11 @@ def _alu(w: _Warp, ins: _Insn, lanes: list[int]) -> None:
             v = _apply(op, parts, x, src_t, flt, n)
         except (ArithmeticError, ValueError, IndexError):
             v = 0.0 if flt else 0
-        if v is None:
-            continue
         w.set(d, lane, v, dst_t)
 
 
 def _apply(op: str, parts: tuple[str, ...], x: list[float | int], t: str, flt: bool,
-           n: int) -> float | int | None:
+           n: int) -> float | int:
     bits = _kind(t)[0]
     if op == "add":
         return x[0] + x[1]
@@ -663,7 +664,7 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
     complete = finished
     if not finished:
         best = None
-        for tgt, rows in snaps.items():
+        for rows in snaps.values():
             if len(rows) < 2:
                 continue
             delta = [b - a for a, b in zip(rows[0], rows[-1], strict=True)]
@@ -691,7 +692,7 @@ def _first_uses(w: _Warp, ins: _Insn, step: int) -> None:
 
 
 def _shfl(w: _Warp, ins: _Insn, lanes: list[int]) -> None:
-    args = [a for a in ins.args]
+    args = list(ins.args)
     d = args[0].split("|")[0]
     mode = next((p for p in ins.parts if p in ("idx", "up", "down", "bfly")), "idx")
     src = {ln: w.val(args[1], ln) for ln in lanes}

@@ -19,6 +19,7 @@ The manifest entry (the same file `check` reads):
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -496,6 +497,16 @@ def launch_values(spec: TuneSpec, env: Mapping[str, Any]) -> list[float | int] |
     return out
 
 
+@functools.cache
+def _emulator_hash() -> str:
+    """The cached traffic is only as good as the code that counted it: ptxsim and banks."""
+    import hashlib
+
+    here = Path(__file__).parent
+    return hashlib.sha256(b"".join((here / f).read_bytes() for f in ("ptxsim.py", "banks.py"))
+                          ).hexdigest()[:16]
+
+
 def traffic(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev: Device
             ) -> Traffic | None:
     """One warp of the point run on its PTX (ptxsim), cached by the PTX and the launch; None
@@ -504,7 +515,7 @@ def traffic(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev: De
     import json
 
     from . import __version__
-    from .ptxsim import MAX_STEPS, PtxError, run_warp
+    from .ptxsim import PtxError, run_warp
     from .toolchain import build_ptx, cache_dir
 
     values = launch_values(spec, {**spec.problem, **pt.params})
@@ -516,7 +527,7 @@ def traffic(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev: De
         return None
     if not ptx:
         return None
-    blob = json.dumps([__version__, MAX_STEPS, res.function, values, pt.block, pt.grid,
+    blob = json.dumps([__version__, _emulator_hash(), res.function, values, pt.block, pt.grid,
                        dev.shared_memory_banks, hashlib.sha256(ptx.encode()).hexdigest()])
     path = cache_dir() / f"traffic-{hashlib.sha256(blob.encode()).hexdigest()}.json"
     try:

@@ -32,11 +32,12 @@ def dev(cp: Any) -> Device:
 
 
 def _function(cp: Any, dev: Device, source: str, name: str, defines: dict[str, int]) -> Any:
-    from occupancy.gpu import _compile_cubin, load_function
+    from occupancy.gpu import load_function
+    from occupancy.toolchain import build_cubin, make_build
 
-    cubin = _compile_cubin(str(ROOT / "kernels" / source), f"sm_{dev.cc_major}{dev.cc_minor}",
-                           defines)
-    return load_function(cp, cubin, name)
+    build = make_build(ROOT / "kernels" / source, f"sm_{dev.cc_major}{dev.cc_minor}",
+                       defines=defines)
+    return load_function(cp, build_cubin(build), name)
 
 
 def test_detected_profile_matches_shipped(dev: Device) -> None:

@@ -1,0 +1,177 @@
+"""One warp run on real PTX (ptxsim): the addresses, conflicts and lines the tuning model
+prices, checked on kernels whose access patterns are known by hand, and on hostile PTX."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from occupancy.banks import bank_conflicts
+from occupancy.binaries import _load_batches
+from occupancy.ptxsim import ARRAY_STRIDE, MAX_STEPS, PtxError, parse_kernel, run_warp
+from occupancy.toolchain import build_ptx, make_build, nvcc_path
+
+ROOT = Path(__file__).resolve().parent.parent
+A, B, C = (ARRAY_STRIDE * i for i in (1, 2, 3))
+
+
+def _need_nvcc() -> None:
+    if nvcc_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("nvcc missing in CI")
+        pytest.skip("nvcc not found")
+
+
+def _ptx(source: Path, *instances: str, arch: str = "sm_90", **kw: object) -> str:
+    return build_ptx(make_build(source, arch, name_expressions=list(instances), **kw))  # type: ignore[arg-type]
+
+
+def _entry(ptx: str, fragment: str) -> str:
+    import re
+
+    return next(e for e in re.findall(r"\.entry\s+(\w+)", ptx) if fragment in e)
+
+
+def test_banks_match_nsight_compute_on_the_h200() -> None:
+    """31 load patterns (4-, 8- and 16-byte, broadcasts, strides, rows one bank apart):
+    banks.py's wavefronts equal Nsight Compute's counts on the H200. In that run the first
+    profiled launch was CuPy's own (filling the global buffer), so pattern i is launch i+1;
+    bench/lds_wavefronts.py now matches launches by kernel name."""
+    rec = json.loads((ROOT / "bench/results/h200-validate/lds-wavefronts.json").read_text())
+    rows = rec["results"]
+    shared = [r for r in rows if r["kernel"].startswith("lds")]
+    assert len(shared) == 31
+    for i, r in enumerate(shared):
+        m = rows[i + 1]["metrics"]
+        measured = (m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"]
+                    / m["smsp__inst_executed_op_shared_ld.sum"])
+        addrs = [o * r["bytes"] for o in r["offsets"]]
+        assert bank_conflicts(addrs, element_bytes=r["bytes"]).wavefronts == measured, r["pattern"]
+
+
+def test_packed_broadcasts() -> None:
+    """A uniform LDS.128 takes 2 passes (thread pairs share addresses), a contiguous one 4,
+    and rows 512 bytes apart read by quarter-warps conflict pairwise: 4."""
+    assert bank_conflicts([0] * 32, 16).wavefronts == 2
+    assert bank_conflicts([16 * i for i in range(32)], 16).wavefronts == 4
+    assert bank_conflicts([(i // 8) * 512 for i in range(32)], 16).wavefronts == 4
+    assert bank_conflicts([16 * (i % 8) for i in range(32)], 16).wavefronts == 4  # no pairs
+    assert bank_conflicts([0] * 32, 8).wavefronts == 1
+    # CC 1.x (16 banks, half-warps): no packing, two quarter phases of 8 threads
+    assert bank_conflicts([0] * 16, 16, banks=16).wavefronts == 2
+
+
+def test_transpose_conflicts_and_lines() -> None:
+    """examples/transpose, TILE 32 x ROWS 8: each warp stores 4 rows of the tile (1 pass
+    each) and reads 4 columns: 32-way conflicts without padding, conflict-free with it.
+    Its 4 loads and 4 stores each touch one 128-byte line."""
+    _need_nvcc()
+    src = ROOT / "examples" / "transpose" / "transpose.cuh"
+    ptx = _ptx(src, "transpose_tiled<32, 8, 0>", "transpose_tiled<32, 8, 1>")
+    for pad, wavefronts in ((0, 4 + 4 * 32), (1, 8)):
+        t = run_warp(ptx, _entry(ptx, f"Li8ELi{pad}E"), [A, B, 8192], (32, 8), (256, 256))
+        assert t.complete and t.lanes == 32 and t.barriers == 1
+        assert t.shared_wavefronts == wavefronts
+        assert (t.global_loads, t.global_load_lines, t.global_load_sectors) == (4, 4, 16)
+        assert (t.global_stores, t.global_store_lines, t.partial_store_sectors) == (4, 4, 0)
+
+
+def test_sgemm_iteration() -> None:
+    """examples/sgemm <128, 64, 16, 8, 8>: one iteration of the k loop is 16 x 8 x 8 FMAs per
+    thread; ptxas's LDS.128 for A (8 lanes share a row: packed into half-warps, but each
+    half reads 2 rows 512 bytes apart, 2-way: 4 passes) and B (lanes 32 bytes apart,
+    2-way per quarter: 8 passes), 24 tile stores, 24 loads (A: 2 rows of 16 floats per
+    warp, 2 lines; B: 1 line), 2 barriers."""
+    _need_nvcc()
+    src = ROOT / "examples" / "sgemm" / "sgemm.cuh"
+    ptx = _ptx(src, "sgemm2DBlocktiling<128, 64, 16, 8, 8>")
+    t = run_warp(ptx, _entry(ptx, "sgemm"), [4096, 4096, 4096, 1.0, A, B, 0.0, C], (128,),
+                 (64, 32))
+    assert not t.complete
+    assert t.ffma == 16 * 8 * 8 and t.flops == 2 * 32 * 1024
+    assert t.shared_wavefronts == 32 * 4 + 32 * 8 + 24
+    assert (t.global_loads, t.global_load_lines, t.barriers) == (24, 16 * 2 + 8, 2)
+    assert t.cover == 0  # each tile load is stored to shared memory at once
+
+
+def test_llmc_rows_per_lane() -> None:
+    """llm.c matmul_forward_kernel1 with 32 x 32 blocks: each lane walks its own row of
+    `inp` (32 lines per load) while the warp shares one row of `weight` (1 line)."""
+    _need_nvcc()
+    src = ROOT.parent / "shared" / "realcode" / "llm.c" / "dev" / "cuda" / "matmul_forward.cu"
+    if not src.is_file():
+        pytest.skip("../shared/realcode not beside the checkout")
+    ptx = _ptx(src, include_dirs=[str(ROOT / "tests/fixtures/cublas_stub")],
+               flags=["-std=c++17", "--use_fast_math"])
+    t = run_warp(ptx, _entry(ptx, "matmul_forward_kernel1"), [C, A, B, A + (1 << 30), 8192, 768,
+                                                              3072], (32, 32), (256, 96))
+    assert t.global_loads and t.global_load_lines / t.global_loads == pytest.approx(33 / 2, rel=0.01)
+
+
+SPIN = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry spin(.param .u64 p)
+{
+  .reg .b32 %r<9>;
+$L_top:
+  add.s32 %r6, %r6, 1;
+  bra.uni $L_top;
+}
+"""
+
+HALF = """
+.visible .entry half(.param .u64 p)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<9>;
+  .shared .align 4 .b8 buf[4096];
+  mov.u32 %r1, %tid.x;
+  setp.lt.u32 %p1, %r1, 16;
+  @%p1 bra $L_half;
+  shl.b32 %r2, %r1, 7;
+  mov.u32 %r3, buf;
+  add.s32 %r4, %r3, %r2;
+  ld.shared.f32 %f1, [%r4];
+$L_half:
+  bogus.op.u32 %r5, %r1;
+  ret;
+}
+"""
+
+
+def test_hostile_ptx_is_bounded_and_refused() -> None:
+    """An endless loop stops at the fixed step bound (and is measured per iteration); an
+    unknown instruction is passed over; divergent lanes reconverge; what is not PTX, or
+    names no such entry, is refused."""
+    t0 = time.monotonic()
+    t = run_warp(SPIN, "spin", [0], (32,), (1,))
+    assert time.monotonic() - t0 < 10
+    assert not t.complete and t.steps == 2 and t.shared_accesses == 0
+    t = run_warp(HALF, "half", [0], (32,), (1,))
+    # the upper 16 lanes load 128 bytes apart: 16 words of one bank, 16 passes; the lower
+    # 16 skip it; both run the unknown instruction and return together
+    assert t.complete and t.shared_accesses == 1 and t.shared_wavefronts == 16
+    assert t.steps == 9
+    assert parse_kernel(HALF, "half").symbols["buf"] == 0
+    assert MAX_STEPS <= 100_000  # a fixed bound, not one the input sets
+    with pytest.raises(PtxError):
+        run_warp(SPIN, "missing", [], (32,), (1,))
+    with pytest.raises(PtxError):
+        run_warp("not ptx at all", "spin", [], (32,), (1,))
+
+
+def test_load_batches_from_sass() -> None:
+    """A warp waits for its loads at the first instruction that reads one: two loads, a use,
+    one load, a use = 2 waits; the closest use is 1 instruction after its load."""
+    body = [(0, "LDG", ".E", None, " R4, desc[UR4][R2.64] ;"),
+            (16, "LDG", ".E", None, " R5, desc[UR4][R2.64+0x4] ;"),
+            (32, "STS", None, None, " [R7], R4 ;"),
+            (48, "LDG", ".E.128", None, " R8, desc[UR4][R2.64+0x8] ;"),
+            (64, "FFMA", None, None, " R1, R11, R1, R1 ;")]
+    assert _load_batches(body) == (2, 1)
