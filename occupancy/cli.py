@@ -11,11 +11,14 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from .errors import OccupancyError
+
+if TYPE_CHECKING:
+    from .serialize import MeasureRecord, TuningRecord
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 INT32_MAX = 2**31 - 1  # CUDA's sizes and counts are 32-bit ints: larger inputs are refused
@@ -607,13 +610,14 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
         def progress(i: int, total: int, what: str) -> None:
             bar.update(task, completed=i, total=total, description=what)
 
+        shipped: MeasureRecord | None = None
+        tuned: TuningRecord | None = None
         if target in ("matmul", "transpose", "all") and kernel is None:
             from .gpu import measure as run_measure
 
             kernels = ["matmul", "transpose"] if target == "all" else [target]
             labels = [t.strip() for t in tiles.split(",")] if tiles else None
-            data = run_measure(kernels, size or 4096, size or 8192, labels, reps, progress)
-            tuning = False
+            shipped = run_measure(kernels, size or 4096, size or 8192, labels, reps, progress)
         else:
             if kernel is None:
                 raise InputError(f"{target}: give --kernel NAME (a tuning entry), or matmul / "
@@ -626,34 +630,30 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
             inputs.append(target)
             dev = from_cuda_properties(device_properties(0))
             pts, removed = points(spec)
-            data = measure_tuning(spec, rank(spec, dev, pts, removed), top, reps, progress)
-            tuning = True
+            tuned = measure_tuning(spec, rank(spec, dev, pts, removed), top, reps, progress)
+    record = tuned if tuned is not None else shipped
     if output:
-        write_output(output, json.dumps(data, indent=2) + "\n", inputs)
-    if tuning and store and data["fastest"]:
-        from .tuning import read_store, store_key
+        write_output(output, json.dumps(record, indent=2) + "\n", inputs)
+    if tuned is not None and store and tuned["fastest"]:
+        from .tuning import read_store, store_entry
 
         book = read_store(store)
-        book["entries"][store_key(data["kernel"], data["problem"], data["device"],
-                                  data["compute_capability"])] = {
-            **data["fastest"], "kernel": data["kernel"], "problem": data["problem"],
-            "device": data["device"], "compute_capability": data["compute_capability"],
-            "driver_version": data["driver_version"], "runtime_version": data["runtime_version"],
-            "date": data["date"]}
+        book["entries"].update(store_entry(tuned))
         write_output(store, json.dumps(book, indent=2) + "\n", inputs)
     if as_json:
-        _emit_json(data)
-    elif tuning:
+        _emit_json(record)
+    elif tuned is not None:
         from .render import measure_tuning_view
 
-        _console().print(measure_tuning_view(data))
-    else:
+        _console().print(measure_tuning_view(tuned))
+    elif shipped is not None:
         from .render import measure_view
 
-        _console().print(measure_view(data))
-    bad = ([" ".join(f"{k}={v}" for k, v in r["params"].items()) for r in data["results"]
-            if r["verified"] is False or not r["occupancy_match"]] if tuning else
-           [r["label"] for r in data["results"] if not r["verified"] or not r["occupancy_match"]])
+        _console().print(measure_view(shipped))
+    from .serialize import measure_failures, tuning_failures
+
+    bad = tuning_failures(tuned) if tuned is not None else \
+        measure_failures(shipped) if shipped is not None else []
     if bad:
         click.echo(f"problem: {', '.join(bad)} failed verification or occupancy", err=True)
         sys.exit(EXIT_PROBLEM)

@@ -4,13 +4,14 @@ tile, check and measure tables (text, Markdown and HTML build their tables from 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .solver import LIMIT_NAMES
 
 if TYPE_CHECKING:
     from .advisor import TileReport
     from .check import Verdict
+    from .serialize import MeasureResult
 
 LIMITER_LABELS = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory",
                   "blocks": "blocks", "barriers": "barriers",
@@ -65,11 +66,11 @@ def check_rows(verdicts: Sequence[Verdict]) -> list[list[str]]:
 MEASURE_HEAD = ["candidate", "ok", "blk pred/drv", "pred ms", "meas ms", "err", "rate", "ceil"]
 
 
-def measure_rows(results: Sequence[dict[str, Any]]) -> list[list[str]]:
+def measure_rows(results: Sequence[MeasureResult]) -> list[list[str]]:
     """One row per measured candidate of a `measure` record."""
     rows = []
     for r in results:
-        rate = (f"{r['tflops']:,.2f} TFLOP/s" if "tflops" in r else f"{r['gb_s']:,.0f} GB/s")
+        rate = (f"{r['tflops']:,.2f} TFLOP/s" if "tflops" in r else f"{r.get('gb_s', 0.0):,.0f} GB/s")
         rows.append([r["label"], "yes" if r["verified"] else "NO",
                      f"{r['predicted_active_blocks_per_sm']}/{r['driver_active_blocks_per_sm']}"
                      + ("" if r["occupancy_match"] else " !"),

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import OccupancyError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .device import Device
+    from .serialize import MeasureRecord, MeasureResult, RunEnvironment, Timing, TuningRecord
+    from .tiling import Candidate
+    from .tuning import TuneReport, TuneSpec
 
 GPU_HINT = "needs CuPy and an NVIDIA GPU: pip install 'occupancy[gpu]'"
 
@@ -82,13 +90,10 @@ class Timer:
         return out
 
 
-def stats(ms: list[float]) -> dict[str, float]:
-    s = sorted(ms)
+def stats(ms: list[float]) -> Timing:
+    from .serialize import timing
 
-    def q(p: float) -> float:
-        return s[min(len(s) - 1, max(0, round(p * (len(s) - 1))))]
-
-    return {"median_ms": q(0.5), "p10_ms": q(0.1), "p90_ms": q(0.9), "min_ms": s[0], "runs": len(s)}
+    return timing(ms)
 
 
 def copy_bandwidth(cupy: Any, timer: Timer, nbytes: int) -> dict[str, Any]:
@@ -130,10 +135,11 @@ def load_function(cupy: Any, cubin: bytes, name: str) -> tuple[Any, Any]:
         os.unlink(fh.name)
 
 
-def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: int,
-                  kdir: Any) -> dict[str, Any]:
+def run_candidate(cupy: Any, timer: Timer, dev: Device, cand: Candidate, n: int, reps: int,
+                  kdir: Path) -> MeasureResult:
     """Build, verify, time and ask the driver about one tile candidate."""
     from .advisor import candidate_occupancy, predict_candidate
+    from .serialize import measure_result
     from .tiling import counts
     from .toolchain import build_cubin, compile_build, make_build
 
@@ -187,35 +193,16 @@ def run_candidate(cupy: Any, timer: Timer, dev: Any, cand: Any, n: int, reps: in
         check = {"exact": verified}
         work = {"bytes": 8.0 * n * n}
     t = stats(timer.time(launch, reps=reps))
-    seconds = t["median_ms"] * 1e-3
-    rate = ({"tflops": work["flops"] / seconds / 1e12} if "flops" in work
-            else {"gb_s": work["bytes"] / seconds / 1e9})
     del a, c
     cp.get_default_memory_pool().free_all_blocks()
-    return {
-        "kernel": cand.kernel, "variant": cand.variant, "label": cand.label,
-        "function": cand.function, "defines": dict(cand.defines), "block": list(cand.block),
-        "grid": list(grid), "n": n,
-        "registers_per_thread": regs, "registers_predicted": res.registers_per_thread,
-        "static_shared_memory": smem, "max_threads_per_block": max_threads,
-        "predicted_active_blocks_per_sm": occ.active_blocks_per_sm,
-        "driver_active_blocks_per_sm": driver_blocks,
-        "occupancy_match": occ.active_blocks_per_sm == driver_blocks,
-        "occupancy": occ.occupancy,
-        "verified": verified, "verification": check,
-        "predicted_ms": pred.predicted_ms if pred else None,
-        "predicted_bound": pred.bound if pred else None,
-        "measured": t, **rate,
-        "error": (pred.predicted_ms / t["median_ms"] - 1) if pred else None,
-    }
+    driver = {"registers_per_thread": regs, "static_shared_memory": smem,
+              "max_threads_per_block": max_threads, "active_blocks_per_sm": driver_blocks}
+    return measure_result(cand, n, grid, res, occ, pred, driver, verified, check, t, work)
 
 
 def measure(kernels: list[str], n_matmul: int, n_transpose: int, labels: list[str] | None,
-            reps: int, progress: Any = None) -> dict[str, Any]:
+            reps: int, progress: Any = None) -> MeasureRecord:
     """Every candidate of the given families on GPU 0, the ceilings, and the environment."""
-    import platform
-    import time
-
     from .advisor import kernels_dir
     from .device import from_cuda_properties
     from .tiling import candidates
@@ -241,20 +228,23 @@ def measure(kernels: list[str], n_matmul: int, n_transpose: int, labels: list[st
     if progress:
         progress(total, total, "done")
     for r in results:
-        if "tflops" in r:
-            r["percent_of_ceiling"] = r["tflops"] / ceil["sgemm_tflops"]
-        else:
-            r["percent_of_ceiling"] = r["gb_s"] / ceil["copy_gb_s"]
+        r["percent_of_ceiling"] = (r["tflops"] / ceil["sgemm_tflops"] if "tflops" in r
+                                   else r.get("gb_s", 0.0) / ceil["copy_gb_s"])
+    return {**run_environment(cp, dev), "n_matmul": n_matmul, "n_transpose": n_transpose,
+            "reps": reps, "ceilings": ceil, "results": results}
+
+
+def run_environment(cp: Any, dev: Device) -> RunEnvironment:
+    """When, on what, with which driver, runtime, CuPy and Python a record was measured."""
+    import platform
+    import time
+
     drv = cp.cuda.runtime.driverGetVersion()
-    return {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "device": dev.name, "compute_capability": dev.compute_capability,
-        "driver_version": f"{drv // 1000}.{(drv % 1000) // 10}",
-        "runtime_version": cp.cuda.runtime.runtimeGetVersion(),
-        "cupy_version": cp.__version__, "python": platform.python_version(),
-        "n_matmul": n_matmul, "n_transpose": n_transpose, "reps": reps,
-        "ceilings": ceil, "results": results,
-    }
+    return {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "device": dev.name,
+            "compute_capability": dev.compute_capability,
+            "driver_version": f"{drv // 1000}.{(drv % 1000) // 10}",
+            "runtime_version": cp.cuda.runtime.runtimeGetVersion(),
+            "cupy_version": cp.__version__, "python": platform.python_version()}
 
 
 # --- clusters (CuPy has no cluster call: the driver API through ctypes) -------------------------
@@ -395,14 +385,12 @@ def _launch_args(cupy: Any, spec: Any, env: dict[str, Any], params: list[str], r
     return args, arrays, outputs
 
 
-def measure_tuning(spec: Any, report: Any, top: int | None, reps: int,
-                   progress: Any = None) -> dict[str, Any]:
+def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: int,
+                   progress: Any = None) -> TuningRecord:
     """Launch the top-K predicted points of a tuning report on GPU 0: random inputs from
     `args`, verified against `reference`, timed with CUDA events (L2 flushed, median),
     with the driver's occupancy beside the prediction."""
-    import platform
-    import time
-
+    from .serialize import tuning_record, tuning_result
     from .toolchain import build_cubin
     from .tuning import _signature
 
@@ -419,6 +407,7 @@ def measure_tuning(spec: Any, report: Any, top: int | None, reps: int,
     for i, r in enumerate(todo, start=1):
         if progress:
             progress(i - 1, len(todo), " ".join(f"{k}={v}" for k, v in r.point.params.items()))
+        assert r.resources is not None and r.occupancy is not None  # ranked: it launches
         env = {**spec.problem, **r.point.params}
         params = _signature(r.resources.demangled)
         module, fn = load_function(cp, build_cubin(r.build), r.resources.function)
@@ -447,33 +436,8 @@ def measure_tuning(spec: Any, report: Any, top: int | None, reps: int,
         t = stats(timer.time(launch, reps=reps))
         driver_blocks = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
             fn.kernel.ptr, r.point.threads, r.point.dynamic_shared_memory)
-        pred = r.prediction.predicted_ms if r.prediction else None
-        results.append({
-            "params": dict(r.point.params), "function": r.point.function,
-            "predicted_rank": ranked.index(r) + 1, "predicted_ms": pred,
-            "measured": t, "error": None if pred is None else pred / t["median_ms"] - 1,
-            "verified": verified, "relative_error": err,
-            "predicted_active_blocks_per_sm": r.occupancy.active_blocks_per_sm,
-            "driver_active_blocks_per_sm": driver_blocks,
-            "occupancy_match": driver_blocks == r.occupancy.active_blocks_per_sm,
-            "registers_per_thread": r.resources.registers_per_thread,
-        })
+        results.append(tuning_result(r, ranked.index(r) + 1, t, verified, err, driver_blocks))
         del module
     if progress:
         progress(len(todo), len(todo), "done")
-    ok = [x for x in results if x["verified"] is not False]
-    fastest = min(ok, key=lambda x: x["measured"]["median_ms"]) if ok else None
-    drv = cp.cuda.runtime.driverGetVersion()
-    return {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "kernel": spec.name,
-        "problem": dict(spec.problem), "device": live.name,
-        "compute_capability": live.compute_capability,
-        "driver_version": f"{drv // 1000}.{(drv % 1000) // 10}",
-        "runtime_version": cp.cuda.runtime.runtimeGetVersion(), "cupy_version": cp.__version__,
-        "python": platform.python_version(), "reps": reps, "results": results,
-        "pruned": [{"params": dict(r.point.params), "reasons": list(r.reasons)}
-                   for r in report.ranked if r.pruned],
-        "fastest": None if fastest is None else {"params": fastest["params"],
-                                                 "median_ms": fastest["measured"]["median_ms"],
-                                                 "predicted_rank": fastest["predicted_rank"]},
-    }
+    return tuning_record(run_environment(cp, live), report, reps, results)

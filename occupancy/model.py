@@ -235,7 +235,6 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     busiest = max(fp32, issue, lsu, dram, scattered)
     slow = 1 - (1 - CLOCK_UNDER_LOAD) * (min(1.0, fma_time / busiest) if busiest else 0.0)
     issue, lsu = issue / slow, lsu / slow
-    resident = max(occ.active_blocks_per_sm, 1) * sms
     blocks_per_sm = min(max(occ.active_blocks_per_sm, 1), -(-grid_blocks // sms))
     warps = max(blocks_per_sm * warps_per_block, 1)
     ilp = max(1, registers_per_thread // 32)

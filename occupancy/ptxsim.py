@@ -14,9 +14,10 @@ counter step together, the usual reconvergence rule for structured code). ptxas 
 scalar shared accesses at consecutive offsets of one base register into 64- and 128-bit
 ones when the address is aligned; that is applied here too, per basic block, so the
 wavefronts are those of the SASS. The run stops at MAX_STEPS warp instructions, a fixed
-bound that no input changes: a kernel that runs longer is measured per iteration of its
-hottest loop (the backward branch whose iterations hold the most floating-point work),
-a kernel that ends before it, per warp.
+bound that no input changes (or earlier, once three iterations of a loop with
+floating-point work repeat exactly): a kernel that runs longer is measured per iteration
+of its hottest loop (the backward branch whose iterations hold the most floating-point
+work), a kernel that ends before it, per warp.
 
 Data-dependent addresses (gathers through loaded indices) see zeros; unknown
 instructions leave their destination at zero. It is an estimate of the access pattern,
@@ -628,7 +629,10 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
                     if w.lanes[i] in run:
                         pcs[i] = tgt
                 if tgt <= pc:
-                    snaps.setdefault(tgt, []).append(list(c))
+                    rows = snaps.setdefault(tgt, [])
+                    rows.append(list(c))
+                    if _steady(rows):
+                        break  # three identical iterations of a loop doing FP work
             continue
         if op in ("ret", "exit", "trap"):
             for i in group:
@@ -675,6 +679,15 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
         if best is not None:
             unit = best[1]
     return Traffic(complete, len(w.lanes), *unit)
+
+
+def _steady(rows: list[list[float]]) -> bool:
+    """The last three iterations of a loop did the same work, floating-point work among it:
+    more of them would only repeat it."""
+    if len(rows) < 4:
+        return False
+    d = [[b - a for a, b in zip(rows[i - 1], rows[i], strict=True)] for i in (-3, -2, -1)]
+    return d[0] == d[1] == d[2] and d[2][_I["flops"]] > 0
 
 
 _REGS = re.compile(r"%\w+")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -27,6 +27,7 @@ from .solver import LIMIT_NAMES, Cliff, OccupancyResult
 if TYPE_CHECKING:
     from .best import BestAnswer
     from .check import Verdict
+    from .serialize import MeasureRecord, TuningRecord
     from .toolchain import ListedKernel
     from .tuning import TuneReport
 
@@ -416,7 +417,7 @@ def banks_view(result: object, addresses: list[int], element_bytes: int) -> Rend
     return Group(*lines)
 
 
-def measure_view(data: dict) -> RenderableType:  # type: ignore[type-arg]
+def measure_view(data: MeasureRecord) -> RenderableType:
     ceil = data["ceilings"]
     parts: list[RenderableType] = [Text(
         f"{data['device']} (CC {data['compute_capability']}), driver {data['driver_version']}, "
@@ -547,7 +548,7 @@ def tune_view(rep: TuneReport) -> RenderableType:
 
 
 
-def measure_tuning_view(data: dict[str, Any]) -> RenderableType:
+def measure_tuning_view(data: TuningRecord) -> RenderableType:
     """`measure MANIFEST --kernel NAME`: predicted against measured, per point."""
     from .safety import inert
 
@@ -565,7 +566,7 @@ def measure_tuning_view(data: dict[str, Any]) -> RenderableType:
                   f"{r['measured']['median_ms']:.3f}",
                   "-" if r["error"] is None else f"{r['error'] * 100:+.0f}%")
     parts: list[RenderableType] = [head, t]
-    f = data.get("fastest")
+    f = data["fastest"]
     if f:
         parts.append(Text("Fastest: " + inert(" ".join(f"{k}={v}" for k, v in f["params"].items()))
                           + f", {f['median_ms']:.3f} ms (the model ranked it #{f['predicted_rank']})"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from . import __version__
 from .advisor import TileReport
@@ -28,6 +28,9 @@ from .fmt import (
     tile_rows,
 )
 from .safety import inert, md, slug
+
+if TYPE_CHECKING:
+    from .serialize import MeasureRecord
 from .solver import LIMIT_NAMES, OccupancyResult
 from .sweeps import Config, Curve, sweeps
 
@@ -52,7 +55,7 @@ class Report:
     tiles: tuple[TileReport, ...] = ()
     check_manifest: str | None = None
     verdicts: tuple[Verdict, ...] = ()
-    measured: dict[str, Any] | None = None
+    measured: MeasureRecord | None = None
     measured_path: str | None = None
     notes: tuple[str, ...] = field(default=())
 
@@ -69,7 +72,7 @@ _RECORD_RESULT: dict[str, tuple[type, ...]] = {
     "percent_of_ceiling": _NUM}
 
 
-def _check_record(data: object, where: str) -> dict[str, Any]:
+def _check_record(data: object, where: str) -> MeasureRecord:
     """A measure record as written by a stranger: every key the report reads, with its type."""
     import math
 
@@ -98,10 +101,10 @@ def _check_record(data: object, where: str) -> dict[str, Any]:
             need(r, k, t, f"results[{i}].")
         need(r["measured"], "median_ms", _NUM, f"results[{i}].measured.")
         need(r, "tflops" if "tflops" in r else "gb_s", _NUM, f"results[{i}].")
-    return data
+    return cast("MeasureRecord", data)  # every key the report reads is checked above
 
 
-def load_measured(path: str) -> dict[str, Any]:
+def load_measured(path: str) -> MeasureRecord:
     """A `measure --json` / `-o` record, validated key by key."""
     from .files import LOG_CAP, read_text
 
@@ -147,7 +150,7 @@ def _check_rows(rep: Report) -> list[list[str]]:
             for row, v in zip(check_rows(rep.verdicts), rep.verdicts, strict=True)]
 
 
-def _measure_rows(m: dict[str, Any]) -> list[list[str]]:
+def _measure_rows(m: MeasureRecord) -> list[list[str]]:
     return [[r["kernel"], *row] for r, row in zip(m["results"], measure_rows(m["results"]),
                                                   strict=True)]
 

@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .check import ManifestError, _defines_raw, _dirs, _flags, _unknown_key
 from .device import Device
@@ -36,6 +36,9 @@ from .expr import Expr, ExprError, check_names, integer, parse
 from .files import read_yaml
 from .model import Prediction, predict_work
 from .ptxsim import Traffic
+
+if TYPE_CHECKING:
+    from .serialize import TuningRecord
 from .resources import KernelResources
 from .safety import INT32_MAX, define_value, inert, write_atomically
 from .solver import OccupancyResult, solve
@@ -561,6 +564,16 @@ def kernel_tuner_restrictions(report: TuneReport) -> list[str]:
 
 def store_key(kernel: str, problem: Mapping[str, int], gpu: str, cc: str) -> str:
     return f"{kernel}|{','.join(f'{k}={v}' for k, v in sorted(problem.items()))}|{gpu}|{cc}"
+
+
+def store_entry(rec: TuningRecord) -> dict[str, Any]:
+    """The record's fastest params, under its store key, with where they were measured."""
+    assert rec["fastest"] is not None
+    key = store_key(rec["kernel"], rec["problem"], rec["device"], rec["compute_capability"])
+    return {key: {**rec["fastest"], "kernel": rec["kernel"], "problem": rec["problem"],
+                  "device": rec["device"], "compute_capability": rec["compute_capability"],
+                  "driver_version": rec["driver_version"],
+                  "runtime_version": rec["runtime_version"], "date": rec["date"]}}
 
 
 def read_store(path: str) -> dict[str, Any]:

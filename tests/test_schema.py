@@ -58,3 +58,48 @@ def test_tune_and_resources_outputs() -> None:
     r = CliRunner().invoke(main, ["resources", str(src), "-I", str(src.parent.parent / "include"),
                                   "--json"])
     _validate(json.loads(r.stdout), "resources")
+
+
+def test_committed_gpu_records_match_the_schema() -> None:
+    """The records `measure` wrote on the H200 are the documented shapes (serialize's
+    MeasureRecord / TuningRecord): what a report or a CI job reads back."""
+    res = ROOT / "bench" / "results"
+    shipped = [res / "h200-2026-11-30/measure.json", *sorted(res.glob("h200-validate/matmul-*.json"))]
+    tuned = [*sorted(res.glob("h200-tuning/*-*.json")), *sorted(res.glob("h200-validate/[slt]*-*.json"))]
+    tuned = [f for f in tuned if f.name not in ("store.json", "lds-wavefronts.json")]
+    assert len(shipped) == 4 and len(tuned) >= 10
+    for f in shipped:
+        _validate(json.loads(f.read_text()), "measure")
+    for f in tuned:
+        _validate(json.loads(f.read_text()), "measure_tuning")
+
+
+def test_measure_builders_and_pass_rules() -> None:
+    """serialize builds the records gpu.py returns: the same shape as the committed ones,
+    the rate by family, and the pass rule (verified and occupancy equal to the driver's)."""
+    from occupancy import load_device
+    from occupancy.advisor import _resources, candidate_occupancy
+    from occupancy.serialize import measure_failures, measure_result, timing
+    from occupancy.tiling import candidates
+
+    dev = load_device("h200")
+    c = candidates("transpose")[0]
+    res = _resources(dev, c, [])
+    occ = candidate_occupancy(dev, c, res)
+    t = timing([3.0, 1.0, 2.0, 5.0, 4.0])
+    assert (t["median_ms"], t["min_ms"], t["p90_ms"], t["runs"]) == (3.0, 1.0, 5.0, 5)
+    driver = {"registers_per_thread": 30, "static_shared_memory": 0,
+              "max_threads_per_block": 1024, "active_blocks_per_sm": occ.active_blocks_per_sm}
+    r = measure_result(c, 8192, (256, 256), res, occ, None, driver, True, {"exact": True}, t,
+                       {"bytes": 8.0 * 8192 ** 2})
+    assert r["gb_s"] == pytest.approx(8.0 * 8192 ** 2 / 3e-3 / 1e9) and "tflops" not in r
+    assert r["occupancy_match"] and r["error"] is None
+    env = {"date": "d", "device": "H200", "compute_capability": "9.0", "driver_version": "13.0",
+           "runtime_version": 13000, "cupy_version": "14", "python": "3.12"}
+    rec = {**env, "n_matmul": 4096, "n_transpose": 8192, "reps": 5,
+           "ceilings": {"copy_gb_s": 4000.0, "sgemm_tflops": 50.0, "sgemm_n": 4096},
+           "results": [r]}
+    _validate(rec, "measure")
+    assert measure_failures(rec) == []  # type: ignore[arg-type]
+    bad = {**r, "driver_active_blocks_per_sm": occ.active_blocks_per_sm + 1, "occupancy_match": False}
+    assert measure_failures({**rec, "results": [r, bad]}) == [c.label]  # type: ignore[arg-type]
