@@ -63,14 +63,16 @@ def check_rows(verdicts: Sequence[Verdict]) -> list[list[str]]:
     return out
 
 
-MEASURE_HEAD = ["candidate", "ok", "blk pred/drv", "pred ms", "meas ms", "err", "rate", "ceil"]
+# blocks per SM predicted/driver; the rate in TFLOP/s (matmul) or GB/s (transpose); the rate
+# over this run's ceiling (cuBLAS SGEMM, device copy). Short enough for 80 columns.
+MEASURE_HEAD = ["candidate", "ok", "blk p/d", "pred ms", "meas ms", "err", "rate", "ceil"]
 
 
 def measure_rows(results: Sequence[MeasureResult]) -> list[list[str]]:
     """One row per measured candidate of a `measure` record."""
     rows = []
     for r in results:
-        rate = (f"{r['tflops']:,.2f} TFLOP/s" if "tflops" in r else f"{r.get('gb_s', 0.0):,.0f} GB/s")
+        rate = (f"{r['tflops']:,.1f} TF/s" if "tflops" in r else f"{r.get('gb_s', 0.0):,.0f} GB/s")
         rows.append([r["label"], "yes" if r["verified"] else "NO",
                      f"{r['predicted_active_blocks_per_sm']}/{r['driver_active_blocks_per_sm']}"
                      + ("" if r["occupancy_match"] else " !"),

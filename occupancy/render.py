@@ -432,8 +432,9 @@ def measure_view(data: MeasureRecord) -> RenderableType:
         t = Table(box=box.SIMPLE_HEAD, title=f"{kernel}, n = {rows[0]['n']:,}",
                   title_justify="left", title_style="bold", pad_edge=False,
                   padding=(0, 1, 0, 0))
-        for col in MEASURE_HEAD:
-            t.add_column(col, justify="left" if col == "candidate" else "right", no_wrap=True)
+        for col in MEASURE_HEAD:  # a narrow terminal wraps the label, never a number
+            t.add_column(col, justify="left" if col == "candidate" else "right",
+                         no_wrap=col != "candidate", min_width=None if col == "candidate" else len(col))
         for row in measure_rows(rows):
             t.add_row(*row)
         parts.append(t)
