@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .charts import _COLOURS, _LABEL, _segments
+from .charts import _COLOURS, _LABEL, _segments, ticks, value_text
 from .errors import OccupancyError
 from .sweeps import Curve
 
@@ -29,9 +29,12 @@ def save_figure(curves: tuple[Curve, ...], path: str, title: str) -> None:
         ax.step([p.x for p in c.points], [p.occupancy * 100 for p in c.points], where="post",
                 color="#222", lw=1.5)
         ax.plot([c.current.x], [c.current.occupancy * 100], "o", color="#d62728")
-        ax.annotate(f"now: {c.current.x:,}, {c.current.occupancy * 100:.0f}%",
+        ax.annotate(f"now: {value_text(c.current.x, c.x_label)}, "
+                    f"{c.current.occupancy * 100:.0f}%",
                     (c.current.x, c.current.occupancy * 100), textcoords="offset points",
                     xytext=(6, 6), color="#d62728", fontsize=8)
+        marks = ticks(c.points[0].x, c.points[-1].x, c.x_label)
+        ax.set_xticks([x for x, _ in marks], [t for _, t in marks])
         ax.set_ylim(0, 110)
         ax.set_xlabel(c.x_label)
         ax.set_ylabel("occupancy (%)")

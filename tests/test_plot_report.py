@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -152,3 +153,36 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     subprocess.run([chrome, *CHROME_FLAGS, f"--user-data-dir={profile}", "--window-size=1300,1800",
                     f"--screenshot={shot}", html.as_uri()], capture_output=True, timeout=120)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+def test_chart_axes_and_labels_read_cleanly(tmp_path: Path) -> None:
+    """Ticks at round values (KB for bytes), the current point's label clear of the band
+    labels, a narrow band still named (its letter), and the text chart's marks in the legend."""
+    from occupancy.charts import LEGEND, ticks
+
+    assert ticks(528, 83456, "shared memory per block (bytes)") == [
+        (16384.0, "16 KB"), (32768.0, "32 KB"), (49152.0, "48 KB"), (65536.0, "64 KB"),
+        (81920.0, "80 KB")]
+    assert [t for _, t in ticks(32, 1024, "threads per block")] == ["256", "512", "768", "1,024"]
+    svg = tmp_path / "c.svg"
+    assert run("plot", "-d", "a100", "-t", "256", "-r", "40", "--smem", "8K", "-o",
+               str(svg)).exit_code == 0
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.parse(svg).getroot()
+    charts = root.findall(f"{ns}svg")
+    assert len(charts) == 3
+    for chart in charts:
+        texts = chart.findall(f"{ns}text")
+        tick_text = [t.text for t in texts if t.get("class") == "tick"]
+        assert tick_text and all(t is not None and re.fullmatch(r"[\d,]+( KB)?", t)
+                                 for t in tick_text)
+        now = next(t for t in texts if t.get("class") == "now")
+        bands = [t for t in texts if t.get("class") == "band-label"]
+        assert bands
+        for b in bands:  # 11-px text: baselines 12 px apart never overlap
+            assert abs(float(now.get("y", 0)) - float(b.get("y", 0))) >= 12
+    smem = charts[2]
+    assert "now: 8 KB" in ET.tostring(smem, encoding="unicode")
+    letters = [t.text for t in smem.findall(f"{ns}text") if t.get("class") == "band-label"]
+    assert "R" in letters and "shared memory" in letters  # the narrow registers band
+    assert ". within half a row" in LEGEND
