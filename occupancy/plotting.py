@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .charts import _COLOURS, _LABEL, _segments, ticks, value_text
+from .charts import _COLOURS, _LABEL, LETTER, _segments, ticks, value_text
 from .errors import OccupancyError
 from .sweeps import Curve
 
@@ -23,9 +23,10 @@ def save_figure(curves: tuple[Curve, ...], path: str, title: str) -> None:
         for i, (a, b, lim) in enumerate(segs):
             end = segs[i + 1][0] if i + 1 < len(segs) else b
             ax.axvspan(a, max(end, a + 1e-9), color=_COLOURS[lim], alpha=0.12, lw=0)
-            if end - a > (c.points[-1].x - c.points[0].x) * 0.12:
-                ax.text((a + end) / 2, 103, _LABEL[lim], ha="center", fontsize=8,
-                        color=_COLOURS[lim])
+            share = (end - a) / max(c.points[-1].x - c.points[0].x, 1)
+            word = _LABEL[lim] if share > 0.12 else LETTER.get(lim, "-") if share > 0.02 else ""
+            if word:  # the name where it fits, else the limiter's letter (as the SVG)
+                ax.text((a + end) / 2, 103, word, ha="center", fontsize=8, color=_COLOURS[lim])
         ax.step([p.x for p in c.points], [p.occupancy * 100 for p in c.points], where="post",
                 color="#222", lw=1.5)
         ax.plot([c.current.x], [c.current.occupancy * 100], "o", color="#d62728")
