@@ -3,14 +3,7 @@
 # (shipped families, a tuning space with --store), to check the code that only runs on a
 # GPU after it changed. Records land in $OUT; tests/test_schema.py validates them.
 set -u
-export PYTHONUNBUFFERED=1
-pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || export PYTHONPATH=$PWD
-if ! command -v nvdisasm >/dev/null; then
-  for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do [ -x "$d/nvdisasm" ] && export PATH="$PATH:$d" && break; done
-fi
-LOG=$OUT/gpu-log.txt
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nvcc --version | tail -1
-  echo "commit: ${COMMIT:-unknown}"; } > "$LOG"
+. "$(dirname "$0")/gpu_setup.sh"
 python -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider >> "$LOG" 2>&1
 m() { python -m occupancy measure "$@" >> "$LOG" 2>&1; echo "exit $? for $*" >> "$LOG"; }
 m matmul -n 2048 --reps 5 -o "$OUT/matmul-2048.json"

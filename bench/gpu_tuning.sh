@@ -3,16 +3,7 @@
 # cluster occupancy against the solver) and `measure` over the tuning spaces of three
 # user-style kernels at several sizes. Results land in $OUT; commit them under bench/results.
 set -u
-export PYTHONUNBUFFERED=1
-pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || export PYTHONPATH=$PWD
-if ! command -v nvdisasm >/dev/null; then
-  for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do [ -x "$d/nvdisasm" ] && export PATH="$PATH:$d" && break; done
-fi
-# llm.c's sources live beside the checkout, in ../shared, which does not travel: .llmc does.
-mkdir -p ../shared/realcode/llm.c/dev/cuda && cp .llmc/* ../shared/realcode/llm.c/dev/cuda/
-LOG=$OUT/gpu-log.txt
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nvcc --version | tail -1
-  echo "nvdisasm: $(command -v nvdisasm || echo none)"; echo "commit: ${COMMIT:-unknown}"; } > "$LOG"
+. "$(dirname "$0")/gpu_setup.sh"
 python -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider >> "$LOG" 2>&1
 m() { python -m occupancy measure "$@" >> "$LOG" 2>&1; echo "exit $? for $*" >> "$LOG"; }
 m examples/sgemm/tune.yaml --kernel sgemm2d --json -o "$OUT/sgemm-4096.json" --store "$OUT/store.json"

@@ -5,16 +5,8 @@
 # shipped matmul. Records land in $OUT/records.tar.gz (the device returns 8 files at most);
 # unpack them under bench/results/h200-validate.
 set -u
-export PYTHONUNBUFFERED=1
-pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || export PYTHONPATH=$PWD
-if ! command -v nvdisasm >/dev/null; then
-  for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do [ -x "$d/nvdisasm" ] && export PATH="$PATH:$d" && break; done
-fi
-mkdir -p ../shared/realcode/llm.c/dev/cuda && cp .llmc/* ../shared/realcode/llm.c/dev/cuda/
+. "$(dirname "$0")/gpu_setup.sh"
 R=$OUT/records; mkdir -p "$R"
-LOG=$OUT/gpu-log.txt
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nvcc --version | tail -1
-  echo "nvdisasm: $(command -v nvdisasm || echo none)"; echo "commit: ${COMMIT:-unknown}"; } > "$LOG"
 OUT=$R python bench/lds_wavefronts.py >> "$LOG" 2>&1; echo "exit $? for lds_wavefronts" >> "$LOG"
 python -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider >> "$LOG" 2>&1
 m() { local out=$1; shift; python -m occupancy measure "$@" --json -o "$R/$out" > /dev/null 2>> "$LOG"

@@ -15,6 +15,26 @@ _CAST = re.compile(r"\((?:(?:un)?signed\s*)?(?:int|long|long long|short|char|boo
                    r"size_t|std::size_t)\)(?=[-\w])")
 
 
+def split_top(text: str, opens: str = "<([{", closes: str = ">)]}") -> list[str]:
+    """Split at the commas outside brackets: 'int, A<b, c>, float*' -> 3 parts; empty parts
+    (a trailing comma, blank text) are left out."""
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch in opens:
+            depth += 1
+        elif ch in closes:
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur).strip())
+    return [p for p in parts if p]
+
+
 def param_start(demangled: str) -> int:
     """Index of the parameter list's '(' in a demangled name (template arguments may hold
     parentheses), or len(name) if it has none."""

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from .banks import bank_conflicts
+from .names import split_top
 
 MAX_STEPS = 12_000  # warp instructions per run; fixed, no manifest or PTX number changes it
 MAX_PTX_BYTES = 8 << 20
@@ -122,25 +123,6 @@ class _Kernel:
     groups: dict[int, tuple[int, int, int]]  # insn -> (leader insn, bytes, offset from leader)
 
 
-def _split_args(text: str) -> list[str]:
-    out: list[str] = []
-    cur: list[str] = []
-    depth = 0
-    for ch in text:
-        if ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur).strip())
-    return out
-
-
 def parse_kernel(ptx: str, entry: str) -> _Kernel:
     """The entry's body, decoded. PtxError when it is not there."""
     if len(ptx) > MAX_PTX_BYTES:
@@ -208,7 +190,7 @@ def parse_kernel(ptx: str, entry: str) -> _Kernel:
         if not op.islower() and not op[:1].isalpha():
             continue
         parts = tuple(op.split("."))
-        code.append(_Insn(guard, negate, parts[0], parts[1:], tuple(_split_args(rest))))
+        code.append(_Insn(guard, negate, parts[0], parts[1:], tuple(split_top(rest, "[{", "]}"))))
     for name, align in dynamic:  # extern __shared__ arrays start after the static ones
         symbols[name] = -(-shared_top // align) * align
     for ins in code:

@@ -377,25 +377,12 @@ def points(spec: TuneSpec, max_points: int = MAX_POINTS) -> tuple[list[Point], i
 
 def _signature(demangled: str) -> list[str]:
     """The parameter types of a demangled kernel: 'void k<..>(int, float const*)'."""
-    from .names import param_start
+    from .names import param_start, split_top
 
     start = param_start(demangled)
     if start == len(demangled):
         return []
-    inner = demangled[start + 1:demangled.rfind(")")]
-    parts, depth, cur = [], 0, ""
-    for ch in inner:
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
+    parts = split_top(demangled[start + 1:demangled.rfind(")")], "<(", ">)")
     return [] if parts == ["void"] else parts
 
 
