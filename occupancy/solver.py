@@ -221,9 +221,7 @@ def blocks_by_shared_memory(dev: Device, static: int, dynamic: int, carveout: in
             fix = (f"opt in with cudaFuncSetAttribute(kernel, "
                    f"cudaFuncAttributeMaxDynamicSharedMemorySize, {dynamic}) or use <= "
                    f"{dev.shared_memory_per_block_bytes:,} B")
-        elif static + reserved > (optin_cap if opt_in else default_cap):
-            fix = "the static shared memory alone is too large: use a smaller tile"
-        else:
+        else:  # (static arrays over the per-block limit were refused above)
             cap = dev.shared_memory_per_block_optin_bytes if opt_in else \
                 dev.shared_memory_per_block_bytes
             fix = f"use <= {cap - static:,} B of dynamic smem"
@@ -268,7 +266,7 @@ def blocks_by_barriers(dev: Device, block_barriers: int) -> int | None:
 # --- combined once -----------------------------------------------------------------------
 
 
-def _check_inputs(dev: Device, threads: int, regs: int, static: int, dynamic: int,
+def _check_inputs(threads: int, regs: int, static: int, dynamic: int,
                   carveout: int | None, launch_bound: int | None, barriers: int,
                   virtual_resources: int = 0) -> None:
     if not isinstance(threads, int) or threads <= 0:
@@ -313,7 +311,7 @@ def solve(dev: Device, threads_per_block: int, registers_per_thread: int = 0,
     """
     threads, regs = threads_per_block, registers_per_thread
     static, dynamic = static_shared_memory, dynamic_shared_memory
-    _check_inputs(dev, threads, regs, static, dynamic, carveout, max_threads_per_block,
+    _check_inputs(threads, regs, static, dynamic, carveout, max_threads_per_block,
                   block_barriers, virtual_resources)
     warps = _ceil_div(threads, dev.warp_size)
     pgc = partitioned_global_caching and dev.partitioned_global_caching

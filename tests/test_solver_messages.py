@@ -43,12 +43,37 @@ CASES: list[tuple[str, Any, dict[str, Any], int, bool, int, tuple[str, ...], tup
       OPT_IN_NOTE.format(100000, "100,000"))),
     ("fixed shared memory", GTX1080, {"carveout": 50}, 8, False, 0, (),
      ("carveout 50% ignored: NVIDIA GeForce GTX 1080 has a fixed shared-memory size",)),
+    ("exactly the opt-in limit, never opting in", H200,
+     {"dynamic_shared_memory": 232448, "opt_in": False}, 0, False, 233472,
+     ("232,448 B of shared memory per block (+1,024 B reserved, 233,472 B allocated) exceeds "
+      "the default per-block limit of 49,152 B: opt in with cudaFuncSetAttribute(kernel, "
+      "cudaFuncAttributeMaxDynamicSharedMemorySize, 232448) or use <= 49,152 B",), ()),
+    ("over the opt-in limit, never opting in", H200,
+     {"dynamic_shared_memory": 307200, "opt_in": False}, 0, False, 308224,
+     ("307,200 B of shared memory per block (+1,024 B reserved, 308,224 B allocated) exceeds "
+      "the default per-block limit of 49,152 B: use <= 49,152 B of dynamic smem",), ()),
+    ("carveout exactly one block", H200, {"dynamic_shared_memory": 64512, "carveout": 25}, 1,
+     True, 65536, (), ("carveout 25% of 233,472 B rounds up to 65,536 B of shared memory per SM",
+                       OPT_IN_NOTE.format(64512, "64,512"))),
+    ("too many barriers", H200, {"threads_per_block": 64, "block_barriers": 65}, 0, False, 1024,
+     ("65 barriers per block exceed the 64 available per SM",), ()),
+    ("partitioned caching where there is none", V100, {"partitioned_global_caching": True}, 8,
+     False, 0, (), ("partitioned global caching does not exist on NVIDIA Tesla V100 SXM2: "
+                    "ignored",)),
+    ("partitioned caching turned off", GTX1080,
+     {"threads_per_block": 1024, "registers_per_thread": 64, "partitioned_global_caching": True},
+     1, False, 0, (), ("partitioned global caching turned off: a block does not fit in half an "
+                       "SM",)),
     ("launch bound", V100, {"threads_per_block": 512, "max_threads_per_block": 256}, 0, False, 0,
      ("a block of 512 threads exceeds the kernel's launch bound of 256 (__launch_bounds__); the "
       "occupancy API ignores launch bounds, but this launch fails",), ()),
     ("block too large", V100, {"threads_per_block": 1056}, 0, False, 0,
      ("a block of 1056 threads exceeds the device's maximum of 1024 threads per block",), ()),
 ]
+
+
+CARVED = {"carveout rounds up": 65536, "carveout exactly one block": 65536,
+          "carveout too small for a block": 102400}
 
 
 @pytest.mark.parametrize(("name", "dev", "kw", "blocks", "opt_in", "allocated", "problems", "notes"),
@@ -62,6 +87,8 @@ def test_what_the_solver_says(name: str, dev: Any, kw: dict[str, Any], blocks: i
     assert r.allocated_shared_memory_per_block == allocated
     assert r.cannot_launch == problems
     assert r.notes == notes
+    # the SM's shared memory is reported whether or not a block fits
+    assert r.shared_memory_per_sm_bytes == CARVED.get(name, dev.shared_memory_per_sm_bytes)
 
 
 @pytest.mark.parametrize(("kw", "message"), [
@@ -97,3 +124,16 @@ def test_edges_that_are_allowed() -> None:
     assert solve(H200, 64, 0, 0, 0, carveout=100).active_blocks_per_sm == 32
     assert solve(H200, 64, block_barriers=0, max_threads_per_block=64).active_blocks_per_sm == 32
     assert solve(H200, 2**10, 2**5, 49152).active_blocks_per_sm == 2
+
+
+def test_defaults_and_bounds() -> None:
+    """One barrier and no virtual resources unless told; 2^31 - 1 is still a size; a
+    cluster is three dimensions of 1-1024."""
+    r = solve(H200, 32)
+    assert r.block_limits["barriers"] == 64 and r.block_limits["virtual_resources"] is None
+    assert solve(load_device("b200"), 32).block_limits["virtual_resources"] is None
+    big = solve(H200, 64, static_shared_memory=2**31 - 1)
+    assert big.active_blocks_per_sm == 0 and big.cannot_launch
+    for bad in ((0, 1, 1), (1, 2), (2000, 1, 1), (1.5, 1, 1)):
+        with pytest.raises(OccupancyError, match="a cluster is"):
+            solve(H200, 64, cluster=bad)  # type: ignore[arg-type]
