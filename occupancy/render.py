@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .check import Verdict
     from .serialize import MeasureRecord, TuningRecord
     from .toolchain import ListedKernel
-    from .tuning import TuneReport
+    from .tuning import Ranked, TuneReport
 
 _LABEL = LIMITER_LABELS
 
@@ -544,8 +544,36 @@ def tune_view(rep: TuneReport) -> RenderableType:
             parts.append(Text(f"... and {len(pruned) - 20} more (--json lists all)"))
     if rep.restricted_out:
         parts.append(Text(f"restrict removed {rep.restricted_out} points before compiling"))
+    parts += [Text(n) for n in _tune_explanations(ranked)]
     parts += [Text(n) for n in rep.notes]
     return Group(*parts)
+
+
+def _tune_explanations(ranked: list[Ranked]) -> list[str]:
+    """What one warp of each point did on its PTX, where it sets points apart: bank
+    conflicts (shared passes over the conflict-free count) and uncoalesced global loads
+    (128-byte lines per load; 1 is a warp of floats in one line)."""
+    from .safety import inert
+
+    def name(r: Ranked) -> str:
+        return inert(" ".join(f"{k}={v}" for k, v in r.point.params.items()))
+
+    out = []
+    ways = {id(r): r.traffic.conflict_factor for r in ranked if r.traffic}
+    lines = {id(r): r.traffic.global_load_lines / r.traffic.global_loads
+             for r in ranked if r.traffic and r.traffic.global_loads}
+    conflicted = [r for r in ranked if ways.get(id(r), 0) >= 1.5]
+    if conflicted:
+        worst = max(conflicted, key=lambda r: ways[id(r)])
+        out.append(f"Bank conflicts in {len(conflicted)} of {len(ranked)} points: up to "
+                   f"{ways[id(worst)]:.1f}x the conflict-free shared-memory passes "
+                   f"({name(worst)}), counted in the load/store roof.")
+    spread = [r for r in ranked if lines.get(id(r), 0) >= 4]
+    if spread:
+        worst = max(spread, key=lambda r: lines[id(r)])
+        out.append(f"Uncoalesced loads in {len(spread)} of {len(ranked)} points: up to "
+                   f"{lines[id(worst)]:.1f} 128-byte lines per warp load ({name(worst)}).")
+    return out
 
 
 

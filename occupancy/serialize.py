@@ -149,6 +149,11 @@ def tune_dict(rep: TuneReport, kernel_tuner: bool = False, stored: dict[str, Any
             "predicted_ms": pred.predicted_ms if pred else None,
             "bound": pred.bound if pred else None,
             "resources_source": res.source if res else None,
+            # what one warp did on the PTX: shared passes over the conflict-free ones (bank
+            # conflicts), 128-byte lines per global load (coalescing); None: not run
+            "bank_conflict_factor": round(r.traffic.conflict_factor, 3) if r.traffic else None,
+            "lines_per_global_load": round(r.traffic.global_load_lines / r.traffic.global_loads, 3)
+            if r.traffic and r.traffic.global_loads else None,
         }
 
     best = rep.recommended

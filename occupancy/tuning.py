@@ -117,6 +117,7 @@ class Ranked:
     prediction: Prediction | None
     reasons: tuple[str, ...]  # why it is pruned (empty: ranked)
     build: Any = None  # the toolchain Build that compiled it (measure runs its cubin)
+    traffic: Traffic | None = None  # one warp of it run on its PTX (ptxsim), None: not run
 
     @property
     def can_launch(self) -> bool:
@@ -447,16 +448,16 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
         if res.spills:
             reasons.append(f"spills {res.spill_stores_bytes} B / {res.spill_loads_bytes} B per "
                            "thread")
-        pred = None
+        pred = warp = None
         if occ.launchable:
             env = {**spec.problem, **pt.params}
             flops = float(spec.work["flops"](env)) if "flops" in spec.work else 0.0
             dram = float(spec.work["dram_bytes"](env)) if "dram_bytes" in spec.work else 0.0
             if flops or dram:
+                warp = traffic(spec, pt, builds[pt.defines], res, dev)
                 pred = predict_work(dev, occ, pt.grid_blocks, flops, dram,
-                                    res.registers_per_thread, res.loop_mix,
-                                    traffic(spec, pt, builds[pt.defines], res, dev))
-        out.append(Ranked(pt, res, occ, pred, tuple(reasons), builds[pt.defines]))
+                                    res.registers_per_thread, res.loop_mix, warp)
+        out.append(Ranked(pt, res, occ, pred, tuple(reasons), builds[pt.defines], warp))
     ok = sorted((r for r in out if not r.pruned),
                 key=lambda r: (r.prediction.predicted_ms if r.prediction else 0.0,
                                -(r.occupancy.occupancy if r.occupancy else 0)))

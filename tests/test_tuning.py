@@ -258,3 +258,20 @@ def test_shapes_that_overflow(tmp_path: Path) -> None:
                                '"M % BM == 0 and N % BN == 0 and K % BK == 0"': '"M > 0"'})
     r = run("tile", str(p), "--kernel", "sgemm2d", "-d", "h200")
     assert r.exit_code == 2 and "args[4]: array A" in r.stderr and "GiB" in r.stderr  # type: ignore[attr-defined]
+
+
+def test_tile_explains_conflicts_and_coalescing() -> None:
+    """`tile` says what one warp of each point did: the transpose's unpadded 32-wide tiles
+    pass 16.5x the conflict-free shared wavefronts (4 stores + 4 column reads of 32 ways,
+    against 8), the padded ones none; the text names the worst."""
+    _need_nvcc()
+    r = run("tile", str(ROOT / "examples/transpose/tune.yaml"), "--kernel", "transpose",
+            "-d", "h200", "--json")
+    cands = {json.dumps(c["params"], sort_keys=True): c for c in json.loads(r.stdout)["candidates"]}
+    key = json.dumps({"PAD": 0, "ROWS": 8, "TILE": 32}, sort_keys=True)
+    assert cands[key]["bank_conflict_factor"] == 16.5
+    assert cands[key.replace('"PAD": 0', '"PAD": 1')]["bank_conflict_factor"] == 1.0
+    assert cands[key]["lines_per_global_load"] == 1.0
+    text = run("tile", str(ROOT / "examples/transpose/tune.yaml"), "--kernel", "transpose",
+               "-d", "h200").stdout
+    assert "Bank conflicts in 15 of 24 points: up to 16.5x" in " ".join(text.split())
