@@ -103,3 +103,35 @@ def test_measure_builders_and_pass_rules() -> None:
     assert measure_failures(rec) == []  # type: ignore[arg-type]
     bad = {**r, "driver_active_blocks_per_sm": occ.active_blocks_per_sm + 1, "occupancy_match": False}
     assert measure_failures({**rec, "results": [r, bad]}) == [c.label]  # type: ignore[arg-type]
+
+
+def test_tuning_record_builders() -> None:
+    """The tuning record gpu.measure_tuning returns, built from a real ranking with made-up
+    timings: the schema's shape, the fastest among verified points only, the pass rule."""
+    from occupancy import load_device
+    from occupancy.serialize import timing, tuning_failures, tuning_record, tuning_result
+    from occupancy.toolchain import nvcc_path
+    from occupancy.tuning import load_tuning, points, rank
+
+    if nvcc_path() is None:
+        pytest.skip("nvcc not found")
+    spec = load_tuning(ROOT / "examples/transpose/tune.yaml", "transpose", {"N": 4096})
+    pts, removed = points(spec)
+    rep = rank(spec, load_device("h200"), pts[:3], removed)
+    ranked = [r for r in rep.ranked if not r.pruned]
+    assert len(ranked) == 3 and all(r.occupancy for r in ranked)
+    blocks = [r.occupancy.active_blocks_per_sm for r in ranked if r.occupancy]
+    results = [tuning_result(ranked[0], 1, timing([0.5, 0.5, 0.5]), False, 0.2, blocks[0]),
+               tuning_result(ranked[1], 2, timing([0.3, 0.3, 0.3]), True, 0.0, blocks[1]),
+               tuning_result(ranked[2], 3, timing([0.4, 0.4, 0.4]), None, None, blocks[2] + 1)]
+    env = {"date": "d", "device": "H200", "compute_capability": "9.0", "driver_version": "13.0",
+           "runtime_version": 13000, "cupy_version": "14", "python": "3.12"}
+    rec = tuning_record(env, rep, 5, results)  # type: ignore[arg-type]
+    _validate(rec, "measure_tuning")
+    assert rec["fastest"] == {"params": ranked[1].point.params, "median_ms": 0.3,
+                              "predicted_rank": 2}
+    assert results[0]["error"] == pytest.approx(ranked[0].prediction.predicted_ms / 0.5 - 1)  # type: ignore[union-attr]
+    assert results[2]["occupancy_match"] is False and results[1]["occupancy_match"] is True
+    names = [" ".join(f"{k}={v}" for k, v in r.point.params.items()) for r in ranked]
+    assert tuning_failures(rec) == [names[0], names[2]]
+    assert rec["problem"] == {"N": 4096} and rec["kernel"] == "transpose" and rec["reps"] == 5

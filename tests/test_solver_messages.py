@@ -131,9 +131,33 @@ def test_defaults_and_bounds() -> None:
     cluster is three dimensions of 1-1024."""
     r = solve(H200, 32)
     assert r.block_limits["barriers"] == 64 and r.block_limits["virtual_resources"] is None
+    assert r.block_limits["registers"] is None  # 0 registers: no register limit
     assert solve(load_device("b200"), 32).block_limits["virtual_resources"] is None
     big = solve(H200, 64, static_shared_memory=2**31 - 1)
     assert big.active_blocks_per_sm == 0 and big.cannot_launch
     for bad in ((0, 1, 1), (1, 2), (2000, 1, 1), (1.5, 1, 1)):
         with pytest.raises(OccupancyError, match="a cluster is"):
             solve(H200, 64, cluster=bad)  # type: ignore[arg-type]
+
+
+def test_what_is_reported_beside_the_answer() -> None:
+    """The carveout's capacity even when no block fits, the device key, the virtual
+    resources asked for, and a cluster judged with the launch's grid and 0 active blocks
+    when none fits; cluster dimensions up to 1024 are accepted (and then judged)."""
+    assert solve(H200, 256, 32, 51200, carveout=25).shared_memory_per_sm_bytes == 65536
+    assert solve(H200, 256, 32, 0, 307200, carveout=25, opt_in=False
+                 ).shared_memory_per_sm_bytes == 65536
+    r = solve(H200, 32)
+    assert r.device == "h200" and r.virtual_resources == 0
+    assert solve(load_device("b200"), 32, virtual_resources=4).virtual_resources == 4
+    r = solve(H200, 128, cluster=(2, 1, 1), grid=(3, 1, 1))
+    assert r.cannot_launch == ("the grid 3x1x1 is not a multiple of the cluster 2x1x1 in "
+                               "every dimension",)
+    r = solve(H200, 128, 32, 51200, cluster=(2, 1, 1))
+    assert r.cluster is not None and r.cluster.active_clusters == 0
+    assert r.cannot_launch[-1] == "no block of this launch fits on an SM"
+    big = solve(H200, 64, cluster=(1024, 1, 1)).cluster
+    assert big is not None and big.problems == (
+        "a cluster of 1024 blocks exceeds the 16 NVIDIA H200 allows (portable: 8)",)
+    with pytest.raises(OccupancyError, match="a cluster is"):
+        solve(H200, 64, cluster=(1025, 1, 1))
