@@ -101,6 +101,20 @@ def test_measure_builders_and_pass_rules() -> None:
            "results": [r]}
     _validate(rec, "measure")
     assert measure_failures(rec) == []  # type: ignore[arg-type]
+    assert r["percent_of_ceiling"] == 0.0 and r["predicted_ms"] is None
+    # a prediction and a matmul's work: the error and the rate follow from them
+    from occupancy.model import Prediction
+
+    pred = Prediction(2.0, "lsu", {}, 1.0, 1.0, 0.0, 0.0, 0.0)
+    m = measure_result(c, 4096, (256, 256), res, occ, pred, driver, True, {}, t,
+                       {"flops": 2.0 * 4096 ** 3})
+    assert (m["predicted_ms"], m["predicted_bound"]) == (2.0, "lsu")
+    assert m["error"] == pytest.approx(2.0 / 3.0 - 1)
+    assert m["tflops"] == pytest.approx(2.0 * 4096 ** 3 / 3e-3 / 1e12) and "gb_s" not in m
+    # nearest-rank percentiles of 11 runs: 10th is the 2nd, 90th the 10th
+    t11 = timing([float(x) for x in range(11, 0, -1)])
+    assert (t11["p10_ms"], t11["median_ms"], t11["p90_ms"], t11["min_ms"]) == (2.0, 6.0, 10.0, 1.0)
+    assert timing([7.0])["p90_ms"] == 7.0
     bad = {**r, "driver_active_blocks_per_sm": occ.active_blocks_per_sm + 1, "occupancy_match": False}
     assert measure_failures({**rec, "results": [r, bad]}) == [c.label]  # type: ignore[arg-type]
 
@@ -135,3 +149,19 @@ def test_tuning_record_builders() -> None:
     names = [" ".join(f"{k}={v}" for k, v in r.point.params.items()) for r in ranked]
     assert tuning_failures(rec) == [names[0], names[2]]
     assert rec["problem"] == {"N": 4096} and rec["kernel"] == "transpose" and rec["reps"] == 5
+    assert rec["pruned"] == []
+    # a pruned point is listed with its reasons; with nothing verified there is no fastest;
+    # a point without a prediction has no error
+    from dataclasses import replace
+
+    from occupancy.tuning import TuneReport
+
+    gone = replace(ranked[2], reasons=("spills 8 B / 8 B per thread",))
+    rep2 = TuneReport(rep.spec, rep.device, (ranked[0], gone), 0)
+    rec2 = tuning_record(env, rep2, 5, [results[0]])  # type: ignore[arg-type]
+    assert rec2["pruned"] == [{"params": ranked[2].point.params,
+                               "reasons": ["spills 8 B / 8 B per thread"]}]
+    assert rec2["fastest"] is None
+    bare = tuning_result(replace(ranked[0], prediction=None), 1, timing([1.0]), True, 0.0,
+                         blocks[0])
+    assert bare["predicted_ms"] is None and bare["error"] is None
