@@ -88,6 +88,7 @@ def test_measure_builders_and_pass_rules() -> None:
     occ = candidate_occupancy(dev, c, res)
     t = timing([3.0, 1.0, 2.0, 5.0, 4.0])
     assert (t["median_ms"], t["min_ms"], t["p90_ms"], t["runs"]) == (3.0, 1.0, 5.0, 5)
+    assert t["p10_ms"] == 1.0  # nearest rank of 5: round(0.4) = the first
     driver = {"registers_per_thread": 30, "static_shared_memory": 0,
               "max_threads_per_block": 1024, "active_blocks_per_sm": occ.active_blocks_per_sm}
     r = measure_result(c, 8192, (256, 256), res, occ, None, driver, True, {"exact": True}, t,
