@@ -87,8 +87,7 @@ def work_prediction(dev: Device, c: Candidate, res: KernelResources, occ: Occupa
         args = [ARRAY_STRIDE * (j + 1) for j in range(c.arrays)] + list(c.sizes(n))
         grid = c.grid(n, occ.active_blocks_per_sm * dev.sm_count)
         t = run_warp(ptx, c.function, args, c.block, grid, dev.shared_memory_banks)
-    except (OccupancyError, PtxError, ArithmeticError, ValueError, IndexError, KeyError,
-            TypeError):
+    except (OccupancyError, PtxError):
         return None
     return predict_work(dev, occ, math.prod(grid), k.flops, k.compulsory_bytes,
                         res.registers_per_thread, res.loop_mix, t)

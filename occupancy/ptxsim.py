@@ -564,7 +564,21 @@ _FLOP = {"fma": 2, "add": 1, "sub": 1, "mul": 1, "mad": 2, "div": 1, "rcp": 1, "
 
 def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
              grid: Sequence[int], banks: int = 32) -> Traffic:
-    """Run warp 0 of the middle block of the grid; its traffic per unit (see Traffic)."""
+    """Run warp 0 of the middle block of the grid; its traffic per unit (see Traffic).
+    PtxError for PTX it cannot follow, whatever went wrong inside."""
+    import struct
+
+    try:
+        return _run_warp(ptx, entry, params, block, grid, banks)
+    except PtxError:
+        raise
+    except (ArithmeticError, ValueError, IndexError, KeyError, TypeError, AttributeError,
+            struct.error, RecursionError) as exc:
+        raise PtxError(f"{entry}: cannot follow its PTX ({type(exc).__name__}: {exc})") from None
+
+
+def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
+              grid: Sequence[int], banks: int) -> Traffic:
     k = parse_kernel(ptx, entry)
     names = [n for n, _ in k.params]
     values: dict[str, float | int] = {}

@@ -175,3 +175,20 @@ def test_load_batches_from_sass() -> None:
             (48, "LDG", ".E.128", None, " R8, desc[UR4][R2.64+0x8] ;"),
             (64, "FFMA", None, None, " R1, R11, R1, R1 ;")]
     assert _load_batches(body) == (2, 1)
+
+
+@pytest.mark.parametrize("body", [
+    "mov.f32 %f1, 0f0123456789ABCDEF01;",  # a float immediate of the wrong length
+    "ld.param.u64 %rd1, [p];\n  ld.global.f32 %f1, [%rd1+99999999999999999999999999];",
+    "div.s32 %r1, %r1, 0;\n  rem.s32 %r2, %r1, 0;\n  shl.b32 %r3, %r1, -5;",
+    "ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [nosuchsymbol+8];\n  bra.uni $nowhere;",
+])
+def test_odd_ptx_is_followed_or_refused(body: str) -> None:
+    """What a compiler would not write still ends in a Traffic or a PtxError, never another
+    exception and never a hang."""
+    ptx = f".visible .entry k(.param .u64 p)\n{{\n  {body}\n  ret;\n}}\n"
+    try:
+        t = run_warp(ptx, "k", [A], (32,), (1,))
+    except PtxError:
+        return
+    assert t.steps >= 1
