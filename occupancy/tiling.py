@@ -105,11 +105,6 @@ class Counts:
     global_load_sectors: float
     global_stores: float
     global_store_sectors: float
-    shared_loads: float
-    shared_load_wavefronts: float
-    shared_stores: float
-    shared_store_wavefronts: float
-    barriers: float  # warp-level barrier instructions
     compulsory_bytes: float  # read each input once, write each output once
     grid_blocks: int
     iterations_per_warp: float  # main-loop trips per warp (latency chain length)
@@ -119,6 +114,12 @@ class Counts:
     ideal_sectors_per_request: float
     panel_bytes_per_block: float  # matmul: A and B panels one block streams (L2 reuse)
     bytes_in_flight_per_warp: float  # global loads a warp issues before it needs them
+    # shared memory and barriers: none in the naive kernels
+    shared_loads: float = 0.0
+    shared_load_wavefronts: float = 0.0
+    shared_stores: float = 0.0
+    shared_store_wavefronts: float = 0.0
+    barriers: float = 0.0  # warp-level barrier instructions
     other_instructions: float = 0.0  # warp instructions besides FFMA (loads, stores, sync, loop)
 
 
@@ -191,11 +192,6 @@ def _matmul(c: Candidate, n: int, bank_conflicts: Callable[..., BankResult]) -> 
             global_load_sectors=fma * (a_sec + b_sec),
             global_stores=n * n / 32,
             global_store_sectors=n * n / 32 * ideal_sectors(32, 4),
-            shared_loads=0,
-            shared_load_wavefronts=0,
-            shared_stores=0,
-            shared_store_wavefronts=0,
-            barriers=0,
             compulsory_bytes=12.0 * n * n,
             grid_blocks=grid,
             iterations_per_warp=n,
@@ -312,11 +308,6 @@ def _transpose(c: Candidate, n: int, bank_conflicts: Callable[..., BankResult]) 
             global_load_sectors=instr * read_sec,
             global_stores=instr,
             global_store_sectors=instr * write_sec,
-            shared_loads=0,
-            shared_load_wavefronts=0,
-            shared_stores=0,
-            shared_store_wavefronts=0,
-            barriers=0,
             compulsory_bytes=8.0 * n * n,
             grid_blocks=tiles,
             iterations_per_warp=per_thread,
