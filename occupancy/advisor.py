@@ -76,18 +76,18 @@ def work_prediction(dev: Device, c: Candidate, res: KernelResources, occ: Occupa
     run on the candidate's PTX (ptxsim), with its real launch (A, B, C or in, out; n).
     None where there is no build to read (estimated registers, or no nvdisasm for the SASS)
     or the PTX cannot be run."""
-    from .ptxsim import ARRAY_STRIDE, PtxError, run_warp
-    from .toolchain import arch_of, build_ptx, device_build, make_build
+    from .ptxsim import ARRAY_STRIDE
+    from .toolchain import arch_of, device_build, make_build, warp_traffic
 
     if "estimate" in res.source or res.loop_mix is None:
         return None
-    src = kernels_dir() / f"{c.kernel}.cu"
-    try:
-        ptx = build_ptx(device_build(make_build(src, arch_of(dev), defines=c.defines), dev))
-        args = [ARRAY_STRIDE * (j + 1) for j in range(c.arrays)] + list(c.sizes(n))
-        grid = c.grid(n, occ.active_blocks_per_sm * dev.sm_count)
-        t = run_warp(ptx, c.function, args, c.block, grid, dev.shared_memory_banks)
-    except (OccupancyError, PtxError):
+    build = device_build(make_build(kernels_dir() / f"{c.kernel}.cu", arch_of(dev),
+                                    defines=c.defines), dev)
+    args: list[float | int] = [ARRAY_STRIDE * (j + 1) for j in range(c.arrays)]
+    grid = c.grid(n, occ.active_blocks_per_sm * dev.sm_count)
+    t = warp_traffic(build, c.function, [*args, *c.sizes(n)], c.block, grid,
+                     dev.shared_memory_banks)
+    if t is None:
         return None
     return predict_work(dev, occ, math.prod(grid), k.flops, k.compulsory_bytes,
                         res.registers_per_thread, res.loop_mix, t)

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from . import __version__
 from .binaries import kind_of, parse_cubin, ptx_entries, ptx_target, static_shared_from_cubin
@@ -38,6 +38,9 @@ from .device import Device
 from .errors import FileError, OccupancyError
 from .resources import CompileError, CompilerUnavailable, KernelResources, parse_ptxas_log
 from .safety import check_define_name, check_flag_token, define_value, inert, safe_path
+
+if TYPE_CHECKING:
+    from .ptxsim import Traffic
 
 COMPILER_HINT = ("install a compiler: nvcc (CUDA 13 covers sm_75+, CUDA 12 sm_50+) on PATH or "
                  "in $CUDA_HOME, or pip install 'occupancy[compiler]' (NVRTC + ptxas 12.9 for "
@@ -618,6 +621,46 @@ def _compile(build: Build, want: str | None = None
     found = {k: replace(v, demangled=names.get(k, k)) for k, v in found.items()}
     _cache_store(key, found, [build.source, *deps], cubin, ptx)
     return found, cubin if want == ".cubin" else ptx.encode() if want == ".ptx" else None
+
+
+@cache
+def _emulator_hash() -> str:
+    """Cached traffic is only as good as the code that counted it: ptxsim and banks."""
+    here = Path(__file__).parent
+    return hashlib.sha256(b"".join((here / f).read_bytes() for f in ("ptxsim.py", "banks.py"))
+                          ).hexdigest()[:16]
+
+
+def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: Sequence[int],
+                 grid: Sequence[int], banks: int) -> Traffic | None:
+    """One warp of a kernel of this build run on its PTX (ptxsim), with the launch's
+    argument values; cached beside the build by the PTX, the launch and the emulator's
+    code. None where there is no PTX or the emulator cannot follow it."""
+    from .ptxsim import PtxError, Traffic, run_warp
+
+    try:
+        ptx = build_ptx(build)
+    except OccupancyError:
+        return None
+    if not ptx:
+        return None
+    blob = json.dumps([__version__, _emulator_hash(), entry, list(args), list(block), list(grid),
+                       banks, hashlib.sha256(ptx.encode()).hexdigest()])
+    path = cache_dir() / f"traffic-{hashlib.sha256(blob.encode()).hexdigest()}.json"
+    try:
+        return Traffic(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        pass  # not cached yet, or unreadable: run it
+    try:
+        t = run_warp(ptx, entry, args, block, grid, banks)
+    except PtxError:
+        return None  # the model goes on without the warp's addresses
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(path.parent, path.name, json.dumps(asdict(t)).encode())
+    except OSError:
+        pass
+    return t
 
 
 T = TypeVar("T")

@@ -19,13 +19,12 @@ The manifest entry (the same file `check` reads):
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +39,7 @@ from .ptxsim import Traffic
 if TYPE_CHECKING:
     from .serialize import TuningRecord
 from .resources import KernelResources
-from .safety import INT32_MAX, define_value, inert, write_atomically
+from .safety import INT32_MAX, define_value, inert
 from .solver import OccupancyResult, solve
 
 MAX_POINTS = 10_000
@@ -488,53 +487,16 @@ def launch_values(spec: TuneSpec, env: Mapping[str, Any]) -> list[float | int] |
     return out
 
 
-@functools.cache
-def _emulator_hash() -> str:
-    """The cached traffic is only as good as the code that counted it: ptxsim and banks."""
-    import hashlib
-
-    here = Path(__file__).parent
-    return hashlib.sha256(b"".join((here / f).read_bytes() for f in ("ptxsim.py", "banks.py"))
-                          ).hexdigest()[:16]
-
-
 def traffic(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev: Device
             ) -> Traffic | None:
-    """One warp of the point run on its PTX (ptxsim), cached by the PTX and the launch; None
-    where there are no args, no PTX, or PTX the emulator cannot follow."""
-    import hashlib
-    import json
-
-    from . import __version__
-    from .ptxsim import PtxError, run_warp
-    from .toolchain import build_ptx, cache_dir
+    """One warp of the point run on its PTX (ptxsim), cached; None where there are no args,
+    no PTX, or PTX the emulator cannot follow."""
+    from .toolchain import warp_traffic
 
     values = launch_values(spec, {**spec.problem, **pt.params})
     if values is None:
         return None
-    try:
-        ptx = build_ptx(build)
-    except OccupancyError:
-        return None
-    if not ptx:
-        return None
-    blob = json.dumps([__version__, _emulator_hash(), res.function, values, pt.block, pt.grid,
-                       dev.shared_memory_banks, hashlib.sha256(ptx.encode()).hexdigest()])
-    path = cache_dir() / f"traffic-{hashlib.sha256(blob.encode()).hexdigest()}.json"
-    try:
-        return Traffic(**json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
-        pass
-    try:
-        t = run_warp(ptx, res.function, values, pt.block, pt.grid, dev.shared_memory_banks)
-    except PtxError:
-        return None  # the model goes on without the warp's addresses
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(str(path), json.dumps(asdict(t)))
-    except (OSError, OccupancyError):
-        pass
-    return t
+    return warp_traffic(build, res.function, values, pt.block, pt.grid, dev.shared_memory_banks)
 
 
 def kernel_tuner_restrictions(report: TuneReport) -> list[str]:
