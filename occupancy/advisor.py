@@ -14,7 +14,7 @@ from .device import Device
 from .errors import OccupancyError
 from .files import data_dir
 from .fmt import limiters, pct
-from .model import ROOF_NAMES, Prediction, predict, predict_work
+from .model import MODEL_ERROR, ROOF_NAMES, Prediction, predict, predict_work
 from .resources import CompilerUnavailable, KernelResources
 from .solver import OccupancyResult, solve
 from .tiling import Candidate, Counts, candidates, counts
@@ -142,7 +142,11 @@ def _reasons(best: Analysis, runnable: list[Analysis], n: int) -> list[str]:
     if others:
         nxt = others[0]
         ratio = nxt.prediction.predicted_ms / p.predicted_ms  # type: ignore[union-attr]
-        reasons.append(f"{ratio:.2f}x faster than the runner-up, {nxt.candidate.label}")
+        if ratio < 1 + MODEL_ERROR:
+            reasons.append(f"a tie with {nxt.candidate.label} ({ratio:.2f}x), within the "
+                           f"model's error ({MODEL_ERROR:.0%}): `occupancy measure` decides")
+        else:
+            reasons.append(f"{ratio:.2f}x faster than the runner-up, {nxt.candidate.label}")
     reasons.append(f"occupancy {pct(occ.occupancy)} ({_blocks(occ.active_blocks_per_sm)} of "
                    f"{c.threads} threads per SM, limited by {limiter}; "
                    f"{best.resources.registers_per_thread} registers from "

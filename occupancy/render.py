@@ -500,8 +500,8 @@ def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str]) -> 
 
 
 def tune_view(rep: TuneReport) -> RenderableType:
+    from .model import MODEL_ERROR
     from .safety import inert
-    from .tuning import MODEL_ERROR
 
     dev, spec = rep.device, rep.spec
     prob = ", ".join(f"{k} = {v:,}" for k, v in spec.problem.items())

@@ -33,7 +33,7 @@ from .device import Device
 from .errors import FileError, OccupancyError
 from .expr import Expr, ExprError, check_names, integer, parse
 from .files import read_yaml
-from .model import Prediction, predict_work
+from .model import MODEL_ERROR, Prediction, predict_work
 from .ptxsim import Traffic
 
 if TYPE_CHECKING:
@@ -45,8 +45,6 @@ from .solver import OccupancyResult, solve
 MAX_POINTS = 10_000
 MAX_ARRAY_BYTES = 64 << 30  # one argument of `measure`: more than any GPU here holds
 MAX_VALUES = 1_000
-# Predictions closer than this are a tie: the model's median error on the H200 (bench/).
-MODEL_ERROR = 0.15
 DTYPES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8,
           "int8": 1, "uint8": 1}
 _TUNE_KEYS = {"name", "source", "function", "defines", "include_dirs", "flags", "space",
