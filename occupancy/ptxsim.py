@@ -475,7 +475,6 @@ def _alu(w: _Warp, ins: _Insn, lanes: list[int]) -> None:
                      else round(v) if "rni" in parts else math.trunc(v)) if math.isfinite(v) else 0
             w.set(d, lane, v, dst_t)
         return
-    n = len(args) - 1
     wide = "wide" in parts
     src_t = t
     dst_t = (t[0] + str(2 * int(t[1:]))) if wide and t[1:].isdigit() else t
@@ -484,14 +483,14 @@ def _alu(w: _Warp, ins: _Insn, lanes: list[int]) -> None:
         x = [w.val(a, lane, "pred" if a.lstrip("!").startswith("%p") and op in
                    ("and", "or", "xor", "not") and t == "pred" else src_t) for a in args[1:]]
         try:
-            v = _apply(op, parts, x, src_t, flt, n)
+            v = _apply(op, parts, x, src_t, flt)
         except (ArithmeticError, ValueError, IndexError):
             v = 0.0 if flt else 0
         w.set(d, lane, v, dst_t)
 
 
-def _apply(op: str, parts: tuple[str, ...], x: list[float | int], t: str, flt: bool,
-           n: int) -> float | int:
+def _apply(op: str, parts: tuple[str, ...], x: list[float | int], t: str, flt: bool
+           ) -> float | int:
     bits = _kind(t)[0]
     if op == "add":
         return x[0] + x[1]
