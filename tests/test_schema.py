@@ -64,10 +64,12 @@ def test_committed_gpu_records_match_the_schema() -> None:
     """The records `measure` wrote on the H200 are the documented shapes (serialize's
     MeasureRecord / TuningRecord): what a report or a CI job reads back."""
     res = ROOT / "bench" / "results"
-    shipped = [res / "h200-2026-11-30/measure.json", *sorted(res.glob("h200-validate/matmul-*.json"))]
-    tuned = [*sorted(res.glob("h200-tuning/*-*.json")), *sorted(res.glob("h200-validate/[slt]*-*.json"))]
+    shipped = [res / "h200-2026-11-30/measure.json", *sorted(res.glob("h200-validate/matmul-*.json")),
+               res / "h200-final/matmul-2048.json", res / "h200-final/transpose-8192.json"]
+    tuned = [*sorted(res.glob("h200-tuning/*-*.json")), *sorted(res.glob("h200-validate/[slt]*-*.json")),
+             res / "h200-final/tune-transpose-4096.json"]
     tuned = [f for f in tuned if f.name not in ("store.json", "lds-wavefronts.json")]
-    assert len(shipped) == 4 and len(tuned) >= 10
+    assert len(shipped) == 6 and len(tuned) >= 11
     for f in shipped:
         _validate(json.loads(f.read_text()), "measure")
     for f in tuned:
