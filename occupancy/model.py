@@ -194,7 +194,8 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     sms = dev.sm_count
     warps_per_block = max(occ.warps_per_block, 1)
     mix = dict(loop_mix) if loop_mix else {}
-    fp32 = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
+    fma_time = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
+    fp32 = fma_time
     issue = lsu = scattered = 0.0
     runs = 0.0
     if flops and mix.get("ffma"):
@@ -235,7 +236,6 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     # The SM's clock drops under FMA load (FP32_EFFICIENCY holds that drop at a full FFMA
     # pipe): issue and load/store work slow with it in proportion to the FFMA pipe's share
     # of the time; a kernel without FLOPs runs at the boost clock.
-    fma_time = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
     busiest = max(fp32, issue, lsu, dram, scattered)
     slow = 1 - (1 - CLOCK_UNDER_LOAD) * (min(1.0, fma_time / busiest) if busiest else 0.0)
     issue, lsu = issue / slow, lsu / slow
