@@ -52,6 +52,9 @@ class Device:
     virtual_resources_per_sm: int | None = None  # CC 10-12: 128 (cuda_occupancy.h 13.0)
     max_cluster_size: int | None = None  # non-portable limit (portable: 8); None: no clusters
     gpc_count: int | None = None  # for the bounds of an estimate without a measured table
+    # The unified L1 data cache + shared memory array per SM (CC >= 7.0): the L1 is what
+    # the shared-memory configuration leaves, and it holds the lines of loads in flight.
+    l1_shared_memory_bytes: int | None = None
     # Active clusters per GPU measured on the chip: row b-1 = b blocks per SM, column s-1 =
     # cluster size s. Placement follows the GPC/TPC layout, so no formula gives it.
     cluster_table: tuple[tuple[int, ...], ...] = ()

@@ -57,6 +57,8 @@ SCHEMA: dict[str, tuple[Any, bool, str]] = {
     "virtual_resources_per_sm": (_INT, False, "null or a positive integer (CC 10-12: 128)"),
     "max_cluster_size": (_INT, False, "null or the non-portable cluster size limit (Hopper: 16)"),
     "gpc_count": (_INT, False, "null or the number of GPCs"),
+    "l1_shared_memory_bytes": (_INT, False, "null or the unified L1 + shared memory per SM, "
+                                            "above shared_memory_per_sm_bytes"),
     "cluster_table": (list, False, "rows of active clusters per GPU (blocks per SM 1.., cluster "
                                    "size 1..), measured by occupancy devices detect"),
     "sources": (dict, True, "a mapping from figure to where it came from"),
@@ -80,7 +82,7 @@ _PLAUSIBLE: dict[str, int | float] = {
     "sm_count": 100_000, "boost_clock_mhz": 100_000.0, "dram_bandwidth_gb_s": 1e6,
     "fp32_gflops": 1e8, "l2_cache_bytes": 1 << 34, "shared_memory_banks": 64,
     "shared_memory_bank_width_bytes": 64, "virtual_resources_per_sm": 1 << 16,
-    "max_cluster_size": 64, "gpc_count": 1024,
+    "max_cluster_size": 64, "gpc_count": 1024, "l1_shared_memory_bytes": 16 << 20,
 }
 
 
@@ -191,6 +193,13 @@ def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Dev
         require(not sizes or sizes[-1] == d["shared_memory_per_sm_bytes"],
                 "shared_memory_carveout_bytes",
                 "the largest size must equal shared_memory_per_sm_bytes")
+    unified = d.get("l1_shared_memory_bytes")
+    require(unified is None or not _type_ok(unified, _INT)
+            or unified > d["shared_memory_per_sm_bytes"], "l1_shared_memory_bytes",
+            "must exceed shared_memory_per_sm_bytes (the L1 keeps what the largest "
+            "shared-memory size leaves)")
+    if unified is not None and "l1_shared_memory_bytes" not in d["sources"]:
+        errs.add("sources: say where l1_shared_memory_bytes came from", "sources")
     missing = [k for k in SOURCED if k not in d["sources"]]
     if missing:
         errs.add(f"sources: say where {', '.join(missing)} came from", "sources")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from functools import cache
 
 from .banks import bank_conflicts
@@ -270,22 +270,25 @@ def _fbits(word: str) -> float:
 
 class _Warp:
     def __init__(self, k: _Kernel, params: Mapping[str, float | int], block: Sequence[int],
-                 block_index: Sequence[int], grid: Sequence[int], banks: int) -> None:
+                 block_index: Sequence[int], grid: Sequence[int], banks: int,
+                 warp: int = 0) -> None:
         self.k = k
         self.params = params
         self.banks = banks
         bx, by, bz = (list(block) + [1, 1])[:3]
         threads = bx * by * bz
-        self.lanes = list(range(min(WARP, threads)))
+        first = warp * WARP
+        self.lanes = list(range(max(0, min(WARP, threads - first))))
         self.regs: dict[str, list[float | int]] = {}
-        tid = [(t % bx, (t // bx) % by, t // (bx * by)) for t in self.lanes]
+        tid = [((first + t) % bx, ((first + t) // bx) % by, (first + t) // (bx * by))
+               for t in self.lanes]
         cx, cy, cz = (list(block_index) + [0, 0])[:3]
         gx, gy, gz = (list(grid) + [1, 1])[:3]
         special: dict[str, list[int] | int] = {"%tid.x": [t[0] for t in tid], "%tid.y": [t[1] for t in tid],
                    "%tid.z": [t[2] for t in tid], "%ntid.x": bx, "%ntid.y": by, "%ntid.z": bz,
                    "%ctaid.x": cx, "%ctaid.y": cy, "%ctaid.z": cz, "%nctaid.x": gx,
                    "%nctaid.y": gy, "%nctaid.z": gz, "%laneid": list(self.lanes),
-                   "%warpid": 0, "%nwarpid": -(-threads // WARP)}
+                   "%warpid": warp, "%nwarpid": -(-threads // WARP)}
         self.special: dict[str, list[int]] = {
             n: (v if isinstance(v, list) else [v] * WARP) for n, v in special.items()}
         self.counters = [0.0] * len(FIELDS)
@@ -562,13 +565,15 @@ _FLOP = {"fma": 2, "add": 1, "sub": 1, "mul": 1, "mad": 2, "div": 1, "rcp": 1, "
 
 
 def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
-             grid: Sequence[int], banks: int = 32) -> Traffic:
-    """Run warp 0 of the middle block of the grid; its traffic per unit (see Traffic).
-    PtxError for PTX it cannot follow, whatever went wrong inside."""
+             grid: Sequence[int], banks: int = 32, warp: int = 0) -> Traffic:
+    """Run one warp (0 by default) of the middle block of the grid; its traffic per unit
+    (see Traffic). PtxError for PTX it cannot follow, whatever went wrong inside."""
     import struct
 
+    if warp < 0 or warp * WARP >= math.prod(block):
+        raise PtxError(f"{entry}: the block has no warp {warp}")
     try:
-        return _run_warp(ptx, entry, params, block, grid, banks)
+        return _run_warp(ptx, entry, params, block, grid, banks, warp)
     except PtxError:
         raise
     except (ArithmeticError, ValueError, IndexError, KeyError, TypeError, AttributeError,
@@ -577,14 +582,14 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
 
 
 def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
-              grid: Sequence[int], banks: int) -> Traffic:
+              grid: Sequence[int], banks: int, warp: int) -> Traffic:
     k = parse_kernel(ptx, entry)
     names = [n for n, _ in k.params]
     values: dict[str, float | int] = {}
     for (name, t), v in zip(k.params, list(params) + [0] * (len(names) - len(params)),
                             strict=False):
         values[name] = float(v) if t.startswith("f") else int(v)
-    w = _Warp(k, values, block, [max(0, (g - 1) // 2) for g in grid], grid, banks)
+    w = _Warp(k, values, block, [max(0, (g - 1) // 2) for g in grid], grid, banks, warp)
     code = k.code
     pcs: list[int | None] = [0] * len(w.lanes)
     snaps: dict[int, list[list[float]]] = {}
@@ -674,6 +679,17 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
         if best is not None:
             unit = best[1]
     return Traffic(complete, len(w.lanes), *unit)
+
+
+def block_sample(first: Traffic, last: Traffic | None) -> Traffic:
+    """A block's warps from two of them, its first and its last: their mean where both are
+    the same unit (whole runs, or loop iterations of the same work). One warp alone cannot
+    show how rows fall on 128-B lines: at n = 5000 floats a row starts 32 B further into a
+    line than the one before, and warp 0 of a 4-row block reads only the aligned rows."""
+    if last is None or last.complete != first.complete or last.flops != first.flops:
+        return first
+    mean = [(a + b) / 2 for a, b in zip(astuple(first)[2:], astuple(last)[2:], strict=True)]
+    return Traffic(first.complete, first.lanes, *mean)
 
 
 def _steady(rows: list[list[float]]) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import json
 import os
 import re
@@ -636,7 +637,7 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     """One warp of a kernel of this build run on its PTX (ptxsim), with the launch's
     argument values; cached beside the build by the PTX, the launch and the emulator's
     code. None where there is no PTX or the emulator cannot follow it."""
-    from .ptxsim import PtxError, Traffic, run_warp
+    from .ptxsim import WARP, PtxError, Traffic, block_sample, run_warp
 
     try:
         ptx = build_ptx(build)
@@ -655,6 +656,12 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
         t = run_warp(ptx, entry, args, block, grid, banks)
     except PtxError:
         return None  # the model goes on without the warp's addresses
+    last_warp = (math.prod(block) - 1) // WARP
+    if last_warp:
+        try:
+            t = block_sample(t, run_warp(ptx, entry, args, block, grid, banks, last_warp))
+        except PtxError:
+            pass  # warp 0 alone
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(path.parent, path.name, json.dumps(asdict(t)).encode())
