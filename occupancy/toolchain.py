@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import math
 import json
+import math
 import os
 import re
 import shutil

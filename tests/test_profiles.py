@@ -36,6 +36,13 @@ def test_every_shipped_profile_loads_with_sources() -> None:
     assert len(devs) >= 15
     for d in devs:
         assert {"limits", "sm_count", "dram_bandwidth_gb_s", "fp32_gflops"} <= set(d.sources)
+        # the unified L1 + shared memory array from Volta on, the L1 what the largest
+        # shared-memory size leaves (28-32 KB); separate caches before
+        if d.cc_major >= 7:
+            assert d.l1_shared_memory_bytes is not None, d.name
+            assert 28 << 10 <= d.l1_shared_memory_bytes - d.shared_memory_per_sm_bytes <= 32 << 10
+        else:
+            assert d.l1_shared_memory_bytes is None, d.name
 
 
 def test_table_figures_from_reference() -> None:
@@ -113,6 +120,11 @@ BAD = [
     ("not a mapping", lambda t: "- just\n- a list\n", "a profile must be a mapping", None),
     ("sources", lambda t: t.replace("  fp32_gflops:", "  fp32_gflops_x:"),
      "sources: say where fp32_gflops came from", None),
+    ("L1 below shared memory", lambda t: t.replace("l1_shared_memory_bytes: 131072",
+                                                    "l1_shared_memory_bytes: 98304"),
+     "l1_shared_memory_bytes: must exceed shared_memory_per_sm_bytes", 37),
+    ("L1 without a source", lambda t: t.replace("  l1_shared_memory_bytes:", "  l1_x:"),
+     "sources: say where l1_shared_memory_bytes came from", None),
 ]
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from occupancy.banks import bank_conflicts
 from occupancy.binaries import _load_batches
-from occupancy.ptxsim import ARRAY_STRIDE, MAX_STEPS, PtxError, parse_kernel, run_warp
+from occupancy.ptxsim import ARRAY_STRIDE, MAX_STEPS, PtxError, block_sample, parse_kernel, run_warp
 from occupancy.toolchain import build_ptx, make_build, nvcc_path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,6 +78,26 @@ def test_transpose_conflicts_and_lines() -> None:
         assert t.shared_wavefronts == wavefronts
         assert (t.global_loads, t.global_load_lines, t.global_load_sectors) == (4, 4, 16)
         assert (t.global_stores, t.global_store_lines, t.partial_store_sectors) == (4, 4, 0)
+
+
+def test_the_last_warp_shows_the_rows_warp_0_misses() -> None:
+    """At n = 5000 a row starts 32 B further into a 128-B line than the one before. In
+    TILE 32 x ROWS 4, warp 0 reads rows 4k (aligned: one line per load) and the last warp
+    rows 4k + 3 (two lines each); the block's sample is their mean. A warp past the block
+    is refused."""
+    _need_nvcc()
+    src = ROOT / "examples" / "transpose" / "transpose.cuh"
+    ptx = _ptx(src, "transpose_tiled<32, 4, 1>")
+    entry = _entry(ptx, "transpose")
+    first = run_warp(ptx, entry, [A, B, 5000], (32, 4), (157, 157))
+    last = run_warp(ptx, entry, [A, B, 5000], (32, 4), (157, 157), warp=3)
+    assert (first.global_loads, first.global_load_lines) == (8, 8)
+    assert (last.global_loads, last.global_load_lines) == (8, 16)
+    both = block_sample(first, last)
+    assert (both.global_load_lines, both.global_loads, both.lanes) == (12, 8, 32)
+    assert block_sample(first, None) is first
+    with pytest.raises(PtxError, match="no warp 4"):
+        run_warp(ptx, entry, [A, B, 5000], (32, 4), (157, 157), warp=4)
 
 
 def test_sgemm_iteration() -> None:

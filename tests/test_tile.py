@@ -11,6 +11,7 @@ from occupancy import load_device
 from occupancy.advisor import analyze
 from occupancy.banks import bank_conflicts, tile_addresses
 from occupancy.cli import main
+from occupancy.model import l1_for_loads, loads_in_flight
 from occupancy.profiles import all_devices
 from occupancy.serialize import tile_dict
 from occupancy.solver import solve
@@ -90,6 +91,28 @@ def test_model_explains_caches() -> None:
     assert 0.67 < h["naive"] / h["tiled 8"] < 1.5
     g = {a.candidate.label: a.prediction for a in analyze(load_device("gt200"), "matmul", 1024).analyses}
     assert g["naive"].predicted_ms / g["tiled 16"].predicted_ms > 5  # type: ignore[union-attr]
+
+
+def test_l1_left_beside_shared_memory() -> None:
+    """The L1 an SM keeps is the unified array less the smallest shared-memory size that
+    holds the resident blocks (or the carveout asked for); it caps the loads in flight by
+    the lines they hold. H200: 256 KB, sizes 0 ... 228 KB."""
+    h200 = load_device("h200")
+
+    def l1(static: int, dynamic: int = 0, carveout: int | None = None) -> int | None:
+        return l1_for_loads(h200, solve(h200, 128, 32, static, dynamic, carveout))
+
+    assert l1(16_640) == 256 * 1024 - 233_472  # 13 blocks of 17,664 B: 228 KB
+    assert l1(4_224) == 256 * 1024 - 102_400  # 16 blocks of 5,248 B (warps): 100 KB
+    assert l1(0) == 256 * 1024 - 16_384  # 16 x 1 KB reserved
+    assert l1(0, carveout=100) == 256 * 1024 - 233_472  # asked for the largest size
+    assert l1_for_loads(load_device("gtx1080"), solve(load_device("gtx1080"), 128, 32)) is None
+    # capped by the L1 lines the loads hold: a warp load spanning two lines holds 256 B of
+    # L1 for its 128 useful bytes
+    assert loads_in_flight(40_000.0, 28_672, 1.0, 128.0) == 28_672
+    assert loads_in_flight(40_000.0, 28_672, 2.0, 128.0) == 14_336
+    assert loads_in_flight(10_000.0, 28_672, 2.0, 128.0) == 10_000
+    assert loads_in_flight(40_000.0, None, 2.0, 128.0) == 40_000
 
 
 BAD = [
