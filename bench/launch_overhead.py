@@ -31,6 +31,16 @@ __global__ void touch(const float* __restrict__ in, float* __restrict__ out, int
 """
 
 
+BIG_SMEM = r"""
+extern "C" __global__ void smem16k(float* out) {
+  __shared__ float tile[4096];
+  tile[threadIdx.x] = 0.0f;
+  __syncthreads();
+  if (out == nullptr) out[0] = tile[threadIdx.x + 1];
+}
+"""
+
+
 def main() -> None:
     import cupy as cp
 
@@ -46,11 +56,21 @@ def main() -> None:
         ms = timer.time(fn, reps=50)
         rows.append({"case": name, **info, "median_ms": statistics.median(ms), "min_ms": min(ms)})
 
-    run("empty <<<1, 32>>>", lambda: empty((1,), (32,), (buf,)), blocks=1)
+    run("empty <<<1, 32>>>", lambda: empty((1,), (32,), (buf,)), blocks=1, threads=32)
     for g in (132, 132 * 16, 132 * 64, 16384, 65536):
-        run(f"empty <<<{g}, 128>>>", lambda g=g: empty((g,), (128,), (buf,)), blocks=g)
+        run(f"empty <<<{g}, 128>>>", lambda g=g: empty((g,), (128,), (buf,)), blocks=g,
+            threads=128)
         run(f"touch (barrier) <<<{g}, 128>>>", lambda g=g: touch((g,), (128,), (buf, buf, 1)),
-            blocks=g)
+            blocks=g, threads=128)
+    # the block scheduler's rate against block size: 16,384 and 65,536 blocks of each
+    for t in (32, 64, 256, 512, 1024):
+        for g in (16384, 65536):
+            run(f"empty <<<{g}, {t}>>>", lambda g=g, t=t: empty((g,), (t,), (buf,)), blocks=g,
+                threads=t)
+    big = cp.RawModule(code=BIG_SMEM).get_function("smem16k")
+    for g in (16384, 65536):
+        run(f"16 KB static smem <<<{g}, 128>>>", lambda g=g: big((g,), (128,), (buf,)),
+            blocks=g, threads=128, static_shared_memory=16384)
     src = (ROOT / "examples" / "transpose" / "transpose.cuh").read_text()
     tr = cp.RawModule(code=src, options=("-std=c++17",),
                       name_expressions=["transpose_tiled<32, 4, 1>"])
