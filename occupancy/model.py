@@ -64,20 +64,29 @@ WORK_DRAM_LATENCY_CLOCKS = 500
 ISSUE_LSU_OVERLAP = 0.1
 FMA_LATENCY_CLOCKS = 4
 SCHEDULERS_PER_SM = 4
-LAUNCH_OVERHEAD_MS = 0.005
+# The fixed cost in a `measure` timing (CUDA events around one launch) and the block
+# scheduler's rate, measured on the H200 with kernels that do nothing
+# (bench/results/h200-launch): 2.8 us for one block; each further block 0.60 ns of the
+# whole GPU (16,384 blocks: 12.6 us, 65,536: 42.1 us) whatever its size from 32 to 512
+# threads or its shared memory (1024-thread blocks: 0.70 ns). That is 157 clocks per
+# block per SM: a grid of many small blocks (a 16 x 4 transpose tile at 8192: 262,144
+# blocks, 157 us) is bound by launching them, not by DRAM.
+LAUNCH_OVERHEAD_MS = 0.0028
+BLOCK_LAUNCH_CLOCKS = 157
 # Predictions closer than this are a tie that only a measurement breaks: the model's
 # error on the H200 (the 90th percentile of |predicted / measured - 1| out of sample is
 # about 15%; bench/results/model-check.json).
 MODEL_ERROR = 0.15
 ROOF_NAMES = {"fp32": "FP32 issue", "lsu": "the load/store unit (L1 and shared memory)",
               "l2": "L2 bandwidth", "dram": "DRAM bandwidth",
-              "scatter": "scattered partial-sector stores"}
+              "scatter": "scattered partial-sector stores",
+              "blocks": "the block scheduler (launching the grid's blocks)"}
 
 
 @dataclass(frozen=True)
 class Prediction:
     predicted_ms: float
-    bound: str  # the largest roof: fp32, lsu (load/store unit), l2, dram, scatter
+    bound: str  # the largest roof: fp32, lsu (load/store unit), l2, dram, scatter, blocks
     roofs_ms: dict[str, float]
     hiding: float  # 0-1: how much of the latency the resident warps hide
     wave_efficiency: float  # 0-1: last partial wave of blocks
@@ -137,8 +146,9 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
     # Little's law: bandwidth x latency bytes must be in flight per SM. Short of that the
     # achieved bandwidth falls off smoothly (1 - e^-x), not at a cliff: queues at the
     # memory controllers fill gradually.
-    in_flight = loads_in_flight(warps * k.bytes_in_flight_per_warp, l1_for_loads(dev, occ),
-                                1.0, 128.0)
+    # (No L1 cap here, unlike predict_work: the shipped float4 transposes at the 228 KB
+    # shared-memory size, vec 16x8 and tall 16x16, measure no slowdown on the H200.)
+    in_flight = warps * k.bytes_in_flight_per_warp
     need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / clock * DRAM_LATENCY_CLOCKS
     need_l2 = L2_BYTES_PER_CLOCK_PER_SM * L2_LATENCY_CLOCKS
     mem_hiding = 1 - math.exp(-in_flight / need_dram)
@@ -157,6 +167,7 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
     memory = max(roofs["l2"], roofs["dram"], roofs["scatter"])
     hi, lo = max(compute, memory), min(compute, memory)
     seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
+    roofs["blocks"] = block_launch_seconds(dev, k.grid_blocks)
     # Wave quantization: with one or two waves, the last one runs part-full; on the
     # issue side that idle share of the SMs is lost (the memory side is covered above).
     waves = -(-k.grid_blocks // resident)
@@ -165,12 +176,20 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
         seconds /= wave_eff
     else:
         wave_eff = 1.0
+    seconds = max(seconds, roofs["blocks"])
     bound = max(roofs, key=lambda r: roofs[r])
     ms = seconds * 1e3 + LAUNCH_OVERHEAD_MS
     return Prediction(ms, bound, {r: v * 1e3 for r, v in roofs.items()},
                       min(mem_hiding, fma_hiding) if bound != "fp32" else fma_hiding,
                       wave_eff, dram_bytes, l2_bytes,
                       k.flops / dram_bytes if dram_bytes else 0.0)
+
+
+def block_launch_seconds(dev: Device, grid_blocks: int) -> float:
+    """The block scheduler's floor: each SM starts a block every BLOCK_LAUNCH_CLOCKS. It
+    runs beside the work of the blocks already resident (their time is the other roofs),
+    so the kernel takes the larger of the two."""
+    return grid_blocks * BLOCK_LAUNCH_CLOCKS / (dev.sm_count * dev.boost_clock_mhz * 1e6)
 
 
 def l1_for_loads(dev: Device, occ: OccupancyResult) -> int | None:
@@ -314,6 +333,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     memory = max(roofs["dram"], roofs["scatter"])
     hi, lo = max(compute, memory), min(compute, memory)
     seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
+    roofs["blocks"] = block_launch_seconds(dev, grid_blocks)
     # The tail: blocks are dealt to SMs evenly, so some SMs run ceil(grid / SMs) blocks
     # while the average is grid / SMs. On the issue side each SM works through its own
     # blocks and the kernel ends with the busiest one; on the memory side the others take
@@ -322,6 +342,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     if grid_blocks > sms and compute >= memory:
         wave_eff = grid_blocks / sms / -(-grid_blocks // sms)
         seconds /= wave_eff
+    seconds = max(seconds, roofs["blocks"])
     bound = max(roofs, key=lambda r: roofs[r])
     return Prediction(seconds * 1e3 + LAUNCH_OVERHEAD_MS, bound,
                       {r: v * 1e3 for r, v in roofs.items()},

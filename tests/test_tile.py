@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -11,10 +12,12 @@ from occupancy import load_device
 from occupancy.advisor import analyze
 from occupancy.banks import bank_conflicts, tile_addresses
 from occupancy.cli import main
-from occupancy.model import l1_for_loads, loads_in_flight
+from occupancy.model import LAUNCH_OVERHEAD_MS, block_launch_seconds, l1_for_loads, loads_in_flight
 from occupancy.profiles import all_devices
 from occupancy.serialize import tile_dict
 from occupancy.solver import solve
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args: str) -> object:
@@ -113,6 +116,22 @@ def test_l1_left_beside_shared_memory() -> None:
     assert loads_in_flight(40_000.0, 28_672, 2.0, 128.0) == 14_336
     assert loads_in_flight(10_000.0, 28_672, 2.0, 128.0) == 10_000
     assert loads_in_flight(40_000.0, None, 2.0, 128.0) == 40_000
+
+
+def test_launch_costs_from_the_h200_record() -> None:
+    """bench/results/h200-launch: kernels that do nothing, timed as `measure` times. The
+    model's fixed cost plus its block-scheduler roof give every grid of 2,112 to 65,536
+    blocks of 32-512 threads within 5%."""
+    rec = json.loads((ROOT / "bench/results/h200-launch/launch-overhead.json").read_text())
+    h200 = load_device("h200")
+    checked = 0
+    for r in rec["results"]:
+        if r["case"].startswith(("empty", "touch", "16 KB")) and r["blocks"] >= 2112 \
+                and r["threads"] <= 512:
+            model = LAUNCH_OVERHEAD_MS + block_launch_seconds(h200, r["blocks"]) * 1e3
+            assert abs(model / r["min_ms"] - 1) <= 0.05, r["case"]
+            checked += 1
+    assert checked >= 15
 
 
 BAD = [
