@@ -202,9 +202,11 @@ def test_the_h200_records_meet_what_they_claim() -> None:
     """The committed H200 measurements: every point verified and occupancy-exact."""
     res = ROOT / "bench" / "results"
     files = (sorted(res.glob("h200-tuning/*-*.json")) + sorted(res.glob("h200-validate/*-*.json"))
-             + sorted(res.glob("h200-final/*-*.json")))
+             + sorted(res.glob("h200-final/*-*.json"))
+             + sorted(res.glob("h200-transpose-smem/*.json"))
+             + sorted(res.glob("h200-transpose-check/*.json")))
     files = [f for f in files if f.name != "lds-wavefronts.json"]
-    assert len(files) >= 17
+    assert len(files) >= 26
     for f in files:
         data = json.loads(f.read_text())
         assert data["results"] and all(r["verified"] and r["occupancy_match"]
