@@ -157,6 +157,12 @@ def _device_names(v: Any, line: int | None) -> tuple[str, ...]:
     return tuple(v)
 
 
+def tuning_entry(entry: object) -> bool:
+    """An entry for `tile` and `measure`, not `check`: it has a tuning space, or launch
+    arguments (a reference kernel that another entry's `reference:` names)."""
+    return isinstance(entry, dict) and ("space" in entry or "args" in entry)
+
+
 def _unknown_key(key: object, allowed: set[str]) -> str:
     near = difflib.get_close_matches(str(key), allowed, n=1)
     return f"unknown key '{inert(str(key))}'" + (f"; did you mean '{near[0]}'?" if near else
@@ -386,9 +392,9 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     except _EntryError as exc:
         raise ManifestError(str(exc), spath, exc.line) from None
     kernels = data.get("kernels")
-    if isinstance(kernels, list) and kernels and all(isinstance(k, dict) and "space" in k
-                                                     for k in kernels):
-        raise ManifestError("every kernel here is a tuning entry (it has 'space:'): rank one with "
+    if isinstance(kernels, list) and kernels and all(tuning_entry(k) for k in kernels):
+        raise ManifestError("every kernel here is a tuning entry (it has 'space:' or 'args:'): "
+                            "rank one with "
                             "occupancy tile MANIFEST --kernel NAME -d DEVICE", spath,
                             doc.line("kernels"))
     if not isinstance(kernels, list) or not kernels:
@@ -400,8 +406,8 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     specs: list[KernelSpec] = []
     for i, entry in enumerate(kernels):
         start = doc.line("kernels", i) or 1
-        if isinstance(entry, dict) and "space" in entry:
-            continue  # a tuning entry: `occupancy tile MANIFEST --kernel NAME` ranks it
+        if tuning_entry(entry):
+            continue  # `occupancy tile MANIFEST --kernel NAME` ranks it (or checks with it)
         try:
             if not isinstance(entry, dict):
                 raise _EntryError(f"kernel entry {i + 1} must be a mapping with at least name and "

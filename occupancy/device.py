@@ -208,6 +208,12 @@ def from_cuda_properties(props: Mapping[str, Any]) -> Device:
     dram_gb_s = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9  # double data rate
     fp32 = 2.0 * row.fp32_lanes * sms * clock_mhz / 1000.0
     measured = "cudaGetDeviceProperties"
+    # The unified L1 + shared memory array (CC >= 7.0): the largest shared-memory size
+    # leaves 32 KB of L1 on CC 7.x and 28 KB from 8.0 (the shipped profiles' figures).
+    unified = (row.carveout_kib[-1] + (32 if row.carveout_kib and cc.startswith("7.") else 28)
+               ) * KIB if row.carveout_kib else None
+    extra = {"l1_shared_memory_bytes": "occupancy's CC table: the largest shared-memory size "
+             "plus the L1 it leaves (32 KB on CC 7.x, 28 KB from 8.0)"} if unified else {}
     return Device(
         name=name,
         compute_capability=cc,
@@ -245,6 +251,7 @@ def from_cuda_properties(props: Mapping[str, Any]) -> Device:
         shared_memory_bank_width_bytes=4,
         virtual_resources_per_sm=row.virtual_resources,
         max_cluster_size=row.max_cluster,
+        l1_shared_memory_bytes=unified,
         aliases=(),
         sources={
             "limits": f"{measured} (live GPU); constants it lacks from occupancy's CC {cc} table",
@@ -253,5 +260,6 @@ def from_cuda_properties(props: Mapping[str, Any]) -> Device:
             "dram_bandwidth_gb_s": f"{measured}: 2 x memoryClockRate x memoryBusWidth / 8",
             "fp32_gflops": f"2 x {row.fp32_lanes} FP32 lanes/SM x SMs x clock",
             "l2_cache_bytes": measured,
+            **extra,
         },
     )

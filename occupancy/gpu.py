@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import OccupancyError
+from .safety import inert
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -343,9 +345,11 @@ _SCALAR_TYPES = {"int": "int32", "unsigned int": "uint32", "unsigned": "uint32",
                  "double": "float64", "short": "int16", "char": "int8", "bool": "bool"}
 
 
-def _launch_args(cupy: Any, spec: Any, env: dict[str, Any], params: list[str], rng: Any
+def _launch_args(cupy: Any, spec: Any, env: dict[str, Any], params: list[str], rng: Any,
+                 given: Mapping[str, Any] | None = None
                  ) -> tuple[list[Any], dict[str, Any], list[str]]:
-    """(kernel arguments, arrays by name, names of the output arrays) from `args`."""
+    """(kernel arguments, arrays by name, names of the output arrays) from `args`; input
+    arrays named in `given` (another kernel's) are passed as they are."""
     import math as _math
 
     from .expr import integer
@@ -362,6 +366,16 @@ def _launch_args(cupy: Any, spec: Any, env: dict[str, Any], params: list[str], r
                 raise OccupancyError(f"args[{j}]: array {a.name} of shape {shape} does not fit "
                                      "(at most 64 GiB, positive sizes)")
             dtype = getattr(cp, a.dtype)
+            if not a.output and given is not None and a.name in given:
+                arr = given[a.name]
+                if tuple(arr.shape) != shape or arr.dtype != dtype:
+                    raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': "
+                                         f"args[{j}]: array {a.name} is {shape} {a.dtype} here "
+                                         f"but {tuple(arr.shape)} {arr.dtype} in the kernel it "
+                                         "checks: give both the same shape and dtype")
+                arrays[a.name] = arr
+                args.append(arr)
+                continue
             if a.output:
                 # Poisoned, so an element the kernel never writes fails verification; finite,
                 # so a kernel that reads its output scaled by 0 (C = alpha AB + 0 C) stays finite.
@@ -385,6 +399,51 @@ def _launch_args(cupy: Any, spec: Any, env: dict[str, Any], params: list[str], r
     return args, arrays, outputs
 
 
+def _compare(cupy: Any, got: Mapping[str, Any], expected: Mapping[str, Any], tolerance: float
+             ) -> tuple[float, bool]:
+    """The largest relative error (L2 norm) over the outputs both have, and whether every
+    one is within the tolerance and free of NaN."""
+    cp = cupy
+    worst, ok = 0.0, True
+    for name, out in got.items():
+        ref = cp.asarray(expected[name]).astype(cp.float64)
+        out64 = out.astype(cp.float64)
+        denom = float(cp.linalg.norm(ref)) or 1.0
+        err = float(cp.linalg.norm(out64 - ref)) / denom
+        worst = max(worst, err) if err == err else float("inf")  # NaN: fails
+        ok = ok and err <= tolerance and not bool(cp.isnan(out64).any()) \
+            and not bool(cp.isnan(ref).any())
+    return worst, ok
+
+
+def _reference_kernel(cupy: Any, rspec: TuneSpec, dev: Device, rng: Any
+                      ) -> tuple[Any, Any]:
+    """(module, run): the manifest's reference kernel built for the device (its first point
+    if it has a space); run(inputs) launches it on the given input arrays and returns its
+    outputs by name."""
+    from .toolchain import build_cubin
+    from .tuning import _signature, check_args, points, rank
+
+    pts, _ = points(rspec)
+    r = rank(rspec, dev, pts[:1]).ranked[0]
+    if r.pruned or r.resources is None:
+        raise OccupancyError(f"{rspec.manifest}: reference kernel '{inert(rspec.name)}' cannot "
+                             f"launch on {dev.name}: {'; '.join(r.reasons) or 'no build'}")
+    check_args(rspec, r.resources.demangled)
+    module, fn = load_function(cupy, build_cubin(r.build), r.resources.function)
+    params = _signature(r.resources.demangled)
+    env = {**rspec.problem, **r.point.params}
+    grid, block = (*r.point.grid, 1, 1)[:3], (*r.point.block, 1, 1)[:3]
+
+    def run(inputs: Mapping[str, Any]) -> dict[str, Any]:
+        args, arrays, outputs = _launch_args(cupy, rspec, env, params, rng, inputs)
+        fn(grid, block, tuple(args), shared_mem=r.point.dynamic_shared_memory)
+        cupy.cuda.Device().synchronize()
+        return {k: arrays[k] for k in outputs}
+
+    return module, run
+
+
 def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: int,
                    progress: Any = None) -> TuningRecord:
     """Launch the top-K predicted points of a tuning report on GPU 0: random inputs from
@@ -403,6 +462,9 @@ def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: in
     ranked = [r for r in report.ranked if not r.pruned]
     todo = ranked[:top] if top else ranked
     rng = cp.random.default_rng(20261130)
+    check = None
+    if spec.reference_kernel is not None:
+        check = _reference_kernel(cp, spec.reference_kernel, report.device, rng)
     results = []
     for i, r in enumerate(todo, start=1):
         if progress:
@@ -428,11 +490,12 @@ def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: in
         if spec.reference is not None and outputs:
             ref_env = {**env, **{k: v.astype(cp.float64) for k, v in arrays.items()
                                  if k not in outputs}}
-            ref = spec.reference(ref_env)
-            out = arrays[outputs[0]].astype(cp.float64)
-            denom = float(cp.linalg.norm(ref)) or 1.0
-            err = float(cp.linalg.norm(out - ref)) / denom
-            verified = bool(err <= spec.tolerance) and not bool(cp.isnan(out).any())
+            err, verified = _compare(cp, {outputs[0]: arrays[outputs[0]]},
+                                     {outputs[0]: spec.reference(ref_env)}, spec.tolerance)
+        elif check is not None and outputs:
+            expected = check[1]({k: v for k, v in arrays.items() if k not in outputs})
+            err, verified = _compare(cp, {k: arrays[k] for k in outputs if k in expected},
+                                     expected, spec.tolerance)
         t = stats(timer.time(launch, reps=reps))
         driver_blocks = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
             fn.kernel.ptr, r.point.threads, r.point.dynamic_shared_memory)

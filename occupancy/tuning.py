@@ -84,6 +84,10 @@ class TuneSpec:
     reference: Expr | None
     tolerance: float
     carveout: int | None = None
+    # `reference: NAME` naming another entry of the manifest: that kernel, run once per
+    # point on the same inputs (its first point if it has a space), writes the expected
+    # values of every output the two share by name.
+    reference_kernel: TuneSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -144,8 +148,11 @@ def _fail(spath: str, line: int | None, msg: str) -> ManifestError:
 
 
 def load_tuning(manifest: str | os.PathLike[str], kernel: str,
-                overrides: Mapping[str, int] | None = None) -> TuneSpec:
-    """The tuning entry `kernel` of a manifest; `overrides` replace problem sizes (--set)."""
+                overrides: Mapping[str, int] | None = None, *, _reference_of: str | None = None
+                ) -> TuneSpec:
+    """The tuning entry `kernel` of a manifest; `overrides` replace problem sizes (--set).
+    `reference: NAME` naming another entry loads that entry too (the reference kernel; it
+    may have no space: it runs as given)."""
     p = Path(manifest)
     spath = str(p)
     doc = read_yaml(p, ManifestError, "give the path of a manifest with a tuning 'space:'",
@@ -171,7 +178,8 @@ def load_tuning(manifest: str | os.PathLike[str], kernel: str,
         if key not in _TUNE_KEYS:
             raise _fail(spath, line(str(key)), f"kernel '{inert(kernel)}': "
                         + _unknown_key(key, _TUNE_KEYS))
-    for key in ("source", "space", "block", "grid"):
+    for key in ("source", "block", "grid") if _reference_of else ("source", "space", "block",
+                                                                         "grid"):
         if key not in e:
             raise _fail(spath, line(), f"kernel '{inert(kernel)}': a tuning entry needs "
                         f"'{key}:'")
@@ -181,7 +189,7 @@ def load_tuning(manifest: str | os.PathLike[str], kernel: str,
     q = Path(src) if os.path.isabs(src) else p.parent / src
     if not q.is_file():
         raise fail("source", f"no such file {inert(str(q))}")
-    space_raw = e["space"]
+    space_raw = e.get("space", {"_": [0]}) if _reference_of else e["space"]
     if not isinstance(space_raw, dict) or not space_raw:
         raise fail("space", "must map names to lists of values, e.g. {TILE: [16, 32]}")
     space: dict[str, tuple[Any, ...]] = {}
@@ -264,8 +272,24 @@ def load_tuning(manifest: str | os.PathLike[str], kernel: str,
     work = {k: expr(f"work.{k}", v) for k, v in work_raw.items()}
     args, arrays = _args(e.get("args", []), expr, fail)
     reference = None
-    if e.get("reference") is not None:
-        reference = expr("reference", e["reference"], arrays=True, extra=set(arrays))
+    reference_kernel = None
+    raw_ref = e.get("reference")
+    kernel_names = {str(x.get("name")) for _, x in entries} - {kernel}
+    if raw_ref is not None and _reference_of is None and isinstance(raw_ref, str) \
+            and raw_ref in kernel_names:
+        if raw_ref in arrays or raw_ref in known:
+            raise fail("reference", f"'{inert(raw_ref)}' names both another kernel and an "
+                       "array or size of this one: rename one")
+        # its own problems are reported at its own keys and lines
+        reference_kernel = load_tuning(manifest, raw_ref, problem, _reference_of=kernel)
+        ours = {a.name for a in args if isinstance(a, ArrayArg) and a.output}
+        theirs = {a.name for a in reference_kernel.args if isinstance(a, ArrayArg) and a.output}
+        if not ours & theirs:
+            raise fail("reference", f"kernel '{inert(raw_ref)}' writes none of this kernel's "
+                       f"outputs ({', '.join(sorted(ours)) or 'none'}): name its output arrays "
+                       "the same")
+    elif raw_ref is not None and _reference_of is None:
+        reference = expr("reference", raw_ref, arrays=True, extra=set(arrays))
     tol = e.get("tolerance", 1e-3)
     if isinstance(tol, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
         try:
@@ -281,7 +305,7 @@ def load_tuning(manifest: str | os.PathLike[str], kernel: str,
     dyn = expr("dynamic_shared_memory", e.get("dynamic_shared_memory", 0))
     return TuneSpec(kernel, spath, line() or 1, os.path.abspath(q), src, function, defines,
                     include_dirs, flags, space, restrict, problem, exprs("block"), exprs("grid"),
-                    dyn, work, args, reference, float(tol), carveout)
+                    dyn, work, args, reference, float(tol), carveout, reference_kernel)
 
 
 def _args(raw: Any, expr: Any, fail: Any) -> tuple[tuple[Expr | ArrayArg, ...], set[str]]:

@@ -166,7 +166,8 @@ def test_from_cuda_properties_h200() -> None:
             "shared_memory_per_sm_bytes", "shared_memory_per_block_bytes",
             "shared_memory_per_block_optin_bytes", "reserved_shared_memory_per_block_bytes",
             "shared_memory_allocation_unit_bytes", "shared_memory_carveout_bytes",
-            "block_barriers_per_sm", "partitioned_global_caching", "sm_count", "l2_cache_bytes"]
+            "block_barriers_per_sm", "partitioned_global_caching", "sm_count", "l2_cache_bytes",
+            "l1_shared_memory_bytes"]
     for key in arch:
         assert getattr(dev, key) == getattr(shipped, key), key
     assert round(dev.dram_bandwidth_gb_s) == 4814  # 3201 MHz x 6016 bit, DDR

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from occupancy import load_device
 from occupancy.cli import main
+from occupancy.errors import OccupancyError
 from occupancy.expr import ExprError, parse
 from occupancy.toolchain import nvcc_path, nvrtc_compiler
 from occupancy.tuning import load_tuning, points, rank
@@ -159,6 +160,50 @@ def test_bad_tuning_manifests(tmp_path: Path, change: dict[str, str], message: s
     err = r.stderr  # type: ignore[attr-defined]
     assert err.startswith("Error: ") and len(err.strip().splitlines()) == 1 and message in err, err
     assert not (tmp_path / "pwned").exists()
+
+
+_NAIVE = """
+  - name: naive
+    source: sgemm.cuh
+    function: sgemm2DBlocktiling<64, 64, 8, 4, 4>
+    problem: {M: 4096, N: 4096, K: 4096}
+    block: 256
+    grid: ["ceil(N / 64)", "ceil(M / 64)"]
+    args: [M, N, K, 1.0, {array: A, dtype: float32, shape: [M, K]},
+           {array: B, dtype: float32, shape: [K, N]}, 0.0,
+           {array: C, dtype: float32, shape: [M, N], output: true}]
+"""
+
+
+def test_reference_by_another_kernel(tmp_path: Path) -> None:
+    """`reference: NAME` names another entry: it is loaded with this entry's problem (and
+    its --set), may have no space, and must write one of the same outputs; check leaves
+    both entries to tile. Clashes and a reference writing other arrays are refused."""
+    p = _manifest(tmp_path, **{'reference: "A @ B"': "reference: naive"})
+    p.write_text(p.read_text() + _NAIVE)
+    spec = load_tuning(p, "sgemm2d", {"M": 2048})
+    ref = spec.reference_kernel
+    assert spec.reference is None and ref is not None and ref.name == "naive"
+    assert ref.problem == {"M": 2048, "N": 4096, "K": 4096}
+    assert ref.reference_kernel is None and len(ref.space) == 1
+    pts, _ = points(ref)
+    assert len(pts) == 1 and pts[0].block == (256,) and pts[0].grid == (64, 32)
+    r = run("check", str(p))
+    assert r.exit_code == 2 and "every kernel here is a tuning entry" in r.stderr  # type: ignore[attr-defined]
+    r = run("tile", str(p), "--kernel", "naive", "-d", "h200")
+    assert r.exit_code == 2 and "needs 'space:'" in r.stderr  # type: ignore[attr-defined]
+
+    other = _NAIVE.replace("{array: C,", "{array: D,")
+    p.write_text(p.read_text().replace(_NAIVE, other))
+    with pytest.raises(OccupancyError, match="writes none of this kernel's outputs"):
+        load_tuning(p, "sgemm2d")
+    p.write_text(p.read_text().replace(other, _NAIVE.replace("name: naive", "name: A")
+                                       ).replace("reference: naive", "reference: A"))
+    with pytest.raises(OccupancyError, match="names both another kernel and an array"):
+        load_tuning(p, "sgemm2d")
+    p.write_text(p.read_text().replace("reference: A", "reference: nobody"))
+    with pytest.raises(OccupancyError, match="unknown name 'nobody'"):
+        load_tuning(p, "sgemm2d")
 
 
 def test_space_over_the_limit_and_max_points(tmp_path: Path) -> None:
