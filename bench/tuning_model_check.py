@@ -7,7 +7,8 @@ transpose at 8192 (WORK_DRAM_LATENCY_CLOCKS), and Nsight Compute's wavefront cou
 bench/results/h200-validate (new sizes and shapes, measured after the model was fixed),
 including the shipped matmul family at 2048, 3000, 4096 and 8192, and
 bench/results/h200-transpose-check (the transpose space again at 4096 and 5000, and at
-3072, 7000 and 10000, measured after the L1 term).
+3072, 7000 and 10000, measured after the L1 term), and bench/results/h200-layernorm
+(llm.c's layernorm kernel 3, never used for anything before).
 
 Prints per record: points, median |predicted / measured - 1|, the fastest measured point's
 predicted rank; writes bench/results/model-check.json.
@@ -53,6 +54,8 @@ CASES = [
      {"BT": 4096, "C": 1024, "OC": 1024}),
     *[(f"h200-transpose-check/transpose-{n}", False, TRANSPOSE, "transpose", {"N": n})
       for n in (3072, 4096, 5000, 7000, 10000)],
+    *[(f"h200-layernorm/layernorm-{b}-{t}-{c}", False, LLMC, "layernorm_forward_kernel3",
+       {"B": b, "T": t, "C": c}) for b, t, c in ((8, 1024, 768), (4, 1024, 1600), (32, 1024, 768))],
 ]
 SHIPPED = ["h200-2026-11-30/measure", "h200-validate/matmul-2048", "h200-validate/matmul-3000",
            "h200-validate/matmul-8192"]

@@ -80,13 +80,14 @@ MODEL_ERROR = 0.15
 ROOF_NAMES = {"fp32": "FP32 issue", "lsu": "the load/store unit (L1 and shared memory)",
               "l2": "L2 bandwidth", "dram": "DRAM bandwidth",
               "scatter": "scattered partial-sector stores",
-              "blocks": "the block scheduler (launching the grid's blocks)"}
+              "blocks": "the block scheduler (launching the grid's blocks)",
+              "latency": "the load latency on one warp's path (its dependent round trips)"}
 
 
 @dataclass(frozen=True)
 class Prediction:
     predicted_ms: float
-    bound: str  # the largest roof: fp32, lsu (load/store unit), l2, dram, scatter, blocks
+    bound: str  # the largest roof: fp32, lsu, l2, dram, scatter, blocks, latency
     roofs_ms: dict[str, float]
     hiding: float  # 0-1: how much of the latency the resident warps hide
     wave_efficiency: float  # 0-1: last partial wave of blocks
@@ -168,6 +169,7 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
     hi, lo = max(compute, memory), min(compute, memory)
     seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
     roofs["blocks"] = block_launch_seconds(dev, k.grid_blocks)
+    roofs["latency"] = 0.0  # (the tuning model's warp path; the hand counts have none)
     # Wave quantization: with one or two waves, the last one runs part-full; on the
     # issue side that idle share of the SMs is lost (the memory side is covered above).
     waves = -(-k.grid_blocks // resident)
@@ -183,6 +185,27 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
                       min(mem_hiding, fma_hiding) if bound != "fp32" else fma_hiding,
                       wave_eff, dram_bytes, l2_bytes,
                       k.flops / dram_bytes if dram_bytes else 0.0)
+
+
+def _warp_path(dev: Device, occ: OccupancyResult, grid_blocks: int, mix: dict[str, int],
+               traffic: Traffic | None) -> float:
+    """The floor one warp's own path sets: its dependent round trips to memory (its global
+    loads over the loads it keeps in flight at once, the SASS's batches) at the DRAM
+    latency, once per round of resident blocks, after the SM has started the round's
+    blocks one by one. A warp run that ptxsim followed to its end only (a run cut at a
+    repeating loop has its own stall term); 0 otherwise. Measured: llm.c's layernorm
+    kernel 3 (bench/results/h200-layernorm) puts a warp on a row and walks it three times;
+    its grid fits the SMs at once, and the time is this path, not the bandwidth."""
+    if traffic is None or not traffic.complete or not traffic.global_loads:
+        return 0.0
+    batch = mix["ldg"] / max(mix.get("ldg_batches", 1), 1) if mix.get("ldg") \
+        else traffic.global_loads
+    trips = traffic.global_loads / max(batch, 1.0)
+    per_sm = -(-grid_blocks // dev.sm_count)
+    resident = max(occ.active_blocks_per_sm, 1)
+    rounds = max(1.0, per_sm / resident)
+    ramp = min(resident, per_sm) * BLOCK_LAUNCH_CLOCKS
+    return (rounds * trips * DRAM_LATENCY_CLOCKS + ramp) / (dev.boost_clock_mhz * 1e6)
 
 
 def block_launch_seconds(dev: Device, grid_blocks: int) -> float:
@@ -327,10 +350,16 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
         stall = 1 / (1 - waiting ** blocks_per_sm) if waiting < 1 else 1.0
     roofs = {"fp32": max(fp32, issue) * stall / busy / fma_hiding,
              "lsu": lsu * stall / busy / fma_hiding,
-             "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered}
+             "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered,
+             "latency": _warp_path(dev, occ, grid_blocks, mix, traffic)}
     hi_c, lo_c = max(roofs["fp32"], roofs["lsu"]), min(roofs["fp32"], roofs["lsu"])
     compute = hi_c + ISSUE_LSU_OVERLAP * lo_c * (lo_c / hi_c if hi_c else 0.0)
     memory = max(roofs["dram"], roofs["scatter"])
+    if grid_blocks <= occ.active_blocks_per_sm * sms:
+        # one round: every warp's path runs beside the traffic of all the others (their
+        # round trips queue behind it), the same lo^2/hi overlap as between the sides
+        hi_m, lo_m = max(memory, roofs["latency"]), min(memory, roofs["latency"])
+        memory = hi_m + OVERLAP * lo_m * (lo_m / hi_m if hi_m else 0.0)
     hi, lo = max(compute, memory), min(compute, memory)
     seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
     roofs["blocks"] = block_launch_seconds(dev, grid_blocks)
@@ -342,7 +371,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     if grid_blocks > sms and compute >= memory:
         wave_eff = grid_blocks / sms / -(-grid_blocks // sms)
         seconds /= wave_eff
-    seconds = max(seconds, roofs["blocks"])
+    seconds = max(seconds, roofs["blocks"], roofs["latency"])
     bound = max(roofs, key=lambda r: roofs[r])
     return Prediction(seconds * 1e3 + LAUNCH_OVERHEAD_MS, bound,
                       {r: v * 1e3 for r, v in roofs.items()},

@@ -565,15 +565,19 @@ _FLOP = {"fma": 2, "add": 1, "sub": 1, "mul": 1, "mad": 2, "div": 1, "rcp": 1, "
 
 
 def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
-             grid: Sequence[int], banks: int = 32, warp: int = 0) -> Traffic:
+             grid: Sequence[int], banks: int = 32, warp: int = 0, whole: bool = False
+             ) -> Traffic:
     """Run one warp (0 by default) of the middle block of the grid; its traffic per unit
-    (see Traffic). PtxError for PTX it cannot follow, whatever went wrong inside."""
+    (see Traffic). A loop that repeats itself ends the run early (its iteration is the
+    unit) unless `whole`: then only MAX_STEPS does (a kernel without declared FLOPs has
+    nothing that says how many iterations run). PtxError for PTX it cannot follow,
+    whatever went wrong inside."""
     import struct
 
     if warp < 0 or warp * WARP >= math.prod(block):
         raise PtxError(f"{entry}: the block has no warp {warp}")
     try:
-        return _run_warp(ptx, entry, params, block, grid, banks, warp)
+        return _run_warp(ptx, entry, params, block, grid, banks, warp, whole)
     except PtxError:
         raise
     except (ArithmeticError, ValueError, IndexError, KeyError, TypeError, AttributeError,
@@ -582,7 +586,7 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
 
 
 def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
-              grid: Sequence[int], banks: int, warp: int) -> Traffic:
+              grid: Sequence[int], banks: int, warp: int, whole: bool) -> Traffic:
     k = parse_kernel(ptx, entry)
     names = [n for n, _ in k.params]
     values: dict[str, float | int] = {}
@@ -631,7 +635,7 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
                 if tgt <= pc:
                     rows = snaps.setdefault(tgt, [])
                     rows.append(list(c))
-                    if _steady(rows):
+                    if not whole and _steady(rows):
                         break  # three identical iterations of a loop doing FP work
             continue
         if op in ("ret", "exit", "trap"):

@@ -633,7 +633,7 @@ def _emulator_hash() -> str:
 
 
 def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: Sequence[int],
-                 grid: Sequence[int], banks: int) -> Traffic | None:
+                 grid: Sequence[int], banks: int, whole: bool = False) -> Traffic | None:
     """One warp of a kernel of this build run on its PTX (ptxsim), with the launch's
     argument values; cached beside the build by the PTX, the launch and the emulator's
     code. None where there is no PTX or the emulator cannot follow it."""
@@ -646,20 +646,21 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     if not ptx:
         return None
     blob = json.dumps([__version__, _emulator_hash(), entry, list(args), list(block), list(grid),
-                       banks, hashlib.sha256(ptx.encode()).hexdigest()])
+                       banks, whole, hashlib.sha256(ptx.encode()).hexdigest()])
     path = cache_dir() / f"traffic-{hashlib.sha256(blob.encode()).hexdigest()}.json"
     try:
         return Traffic(**json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         pass  # not cached yet, or unreadable: run it
     try:
-        t = run_warp(ptx, entry, args, block, grid, banks)
+        t = run_warp(ptx, entry, args, block, grid, banks, whole=whole)
     except PtxError:
         return None  # the model goes on without the warp's addresses
     last_warp = (math.prod(block) - 1) // WARP
     if last_warp:
         try:
-            t = block_sample(t, run_warp(ptx, entry, args, block, grid, banks, last_warp))
+            t = block_sample(t, run_warp(ptx, entry, args, block, grid, banks, last_warp,
+                                         whole))
         except PtxError:
             pass  # warp 0 alone
     try:

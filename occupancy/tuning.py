@@ -518,7 +518,9 @@ def traffic(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev: De
     values = launch_values(spec, {**spec.problem, **pt.params})
     if values is None:
         return None
-    return warp_traffic(build, res.function, values, pt.block, pt.grid, dev.shared_memory_banks)
+    # without declared FLOPs nothing scales one loop iteration to the run: run it whole
+    return warp_traffic(build, res.function, values, pt.block, pt.grid, dev.shared_memory_banks,
+                        whole="flops" not in spec.work)
 
 
 def kernel_tuner_restrictions(report: TuneReport) -> list[str]:

@@ -100,6 +100,22 @@ def test_the_last_warp_shows_the_rows_warp_0_misses() -> None:
         run_warp(ptx, entry, [A, B, 5000], (32, 4), (157, 157), warp=4)
 
 
+def test_whole_runs_past_a_repeating_loop() -> None:
+    """A repeating loop ends the run early (its iteration is the unit) unless `whole`, for
+    a kernel without declared FLOPs: then the warp runs to its end. SGEMM at K = 128: 8
+    iterations of its k loop."""
+    _need_nvcc()
+    src = ROOT / "examples" / "sgemm" / "sgemm.cuh"
+    ptx = _ptx(src, "sgemm2DBlocktiling<128, 64, 16, 8, 8>")
+    entry = _entry(ptx, "sgemm")
+    args = [256, 256, 128, 1.0, A, B, 0.0, C]
+    cut = run_warp(ptx, entry, args, (128,), (4, 2))
+    whole = run_warp(ptx, entry, args, (128,), (4, 2), whole=True)
+    assert not cut.complete and whole.complete
+    assert whole.barriers == 8 * cut.barriers  # 8 iterations, 2 barriers each
+    assert 8 * cut.flops < whole.flops < 8.1 * cut.flops  # and the alpha, beta epilogue
+
+
 def test_sgemm_iteration() -> None:
     """examples/sgemm <128, 64, 16, 8, 8>: one iteration of the k loop is 16 x 8 x 8 FMAs per
     thread; ptxas's LDS.128 for A (8 lanes share a row: packed into half-warps, but each

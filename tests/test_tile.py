@@ -134,6 +134,29 @@ def test_launch_costs_from_the_h200_record() -> None:
     assert checked >= 15
 
 
+def test_warp_path_floor() -> None:
+    """A warp run followed to its end: its loads over the loads it keeps in flight are its
+    round trips, at the DRAM latency once per round of blocks, after the SM started the
+    round's blocks (157 clocks each). llm.c's layernorm 3 at 8 x 1024 x 768, 64 threads:
+    120 loads, 4 at a time, 4,096 blocks over 132 SMs of 32."""
+    from occupancy.model import DRAM_LATENCY_CLOCKS, _warp_path
+    from occupancy.ptxsim import FIELDS, Traffic
+
+    h200 = load_device("h200")
+    occ = solve(h200, 64, 23)
+    counts = dict.fromkeys(FIELDS[:-2], 0.0) | {"global_loads": 120.0}
+    t = Traffic(True, 32, **counts, load_cover=0.0, covered_loads=0.0)
+    mix = {"ldg": 4, "ldg_batches": 1}
+    clock = h200.boost_clock_mhz * 1e6
+    one = _warp_path(h200, occ, 4096, mix, t)
+    assert one == pytest.approx((30 * DRAM_LATENCY_CLOCKS + 32 * 157) / clock)
+    assert _warp_path(h200, occ, 4 * 4224, mix, t) == pytest.approx(
+        (4 * 30 * DRAM_LATENCY_CLOCKS + 32 * 157) / clock)  # four rounds
+    assert _warp_path(h200, occ, 4096, mix, None) == 0.0
+    cut = Traffic(False, 32, **counts, load_cover=0.0, covered_loads=0.0)
+    assert _warp_path(h200, occ, 4096, mix, cut) == 0.0  # a loop's own stall term covers it
+
+
 BAD = [
     (["tile", "conv", "-d", "v100"], "'conv' is neither matmul nor transpose nor a manifest"),
     (["tile", "matmul", "-d", "v100", "-n", "0"], "-n"),

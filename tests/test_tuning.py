@@ -261,6 +261,8 @@ def test_the_h200_records_meet_what_they_claim() -> None:
 @pytest.mark.parametrize("record, kernel, problem", [
     ("h200-validate/transpose-6144.json", "transpose", {"N": 6144}),
     ("h200-validate/transpose-5000.json", "transpose", {"N": 5000}),
+    ("h200-layernorm/layernorm-4-1024-1600.json", "layernorm_forward_kernel3",
+     {"B": 4, "T": 1024, "C": 1600}),
     ("h200-validate/llmc-4096-1024-1024.json", "matmul_forward_kernel1",
      {"BT": 4096, "C": 1024, "OC": 1024})])
 def test_model_against_the_h200_out_of_sample(record: str, kernel: str,
@@ -270,7 +272,8 @@ def test_model_against_the_h200_out_of_sample(record: str, kernel: str,
     every record)."""
     _need_nvcc()
     manifest = {"transpose": ROOT / "examples/transpose/tune.yaml",
-                "matmul_forward_kernel1": ROOT / "examples/llmc/tune.yaml"}[kernel]
+                "matmul_forward_kernel1": ROOT / "examples/llmc/tune.yaml",
+                "layernorm_forward_kernel3": ROOT / "examples/llmc/tune.yaml"}[kernel]
     if kernel != "transpose" and not (ROOT.parent / "shared" / "realcode").is_dir():
         pytest.skip("../shared/realcode not beside the checkout")
     data = json.loads((ROOT / "bench" / "results" / record).read_text())
