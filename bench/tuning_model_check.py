@@ -8,7 +8,9 @@ bench/results/h200-validate (new sizes and shapes, measured after the model was 
 including the shipped matmul family at 2048, 3000, 4096 and 8192, and
 bench/results/h200-transpose-check (the transpose space again at 4096 and 5000, and at
 3072, 7000 and 10000, measured after the L1 term), and bench/results/h200-layernorm
-(llm.c's layernorm kernel 3, never used for anything before).
+(llm.c's layernorm kernel 3, never used for anything before; the warp-path floor came
+after looking at it) and bench/results/h200-layernorm-check (kernels 4 and 5 and new
+shapes of 3, measured after that floor was committed).
 
 Prints per record: points, median |predicted / measured - 1|, the fastest measured point's
 predicted rank; writes bench/results/model-check.json.
@@ -56,6 +58,10 @@ CASES = [
       for n in (3072, 4096, 5000, 7000, 10000)],
     *[(f"h200-layernorm/layernorm-{b}-{t}-{c}", False, LLMC, "layernorm_forward_kernel3",
        {"B": b, "T": t, "C": c}) for b, t, c in ((8, 1024, 768), (4, 1024, 1600), (32, 1024, 768))],
+    *[(f"h200-layernorm-check/ln{k}-{b}-{t}-{c}", False, LLMC, f"layernorm_forward_kernel{k}",
+       {"B": b, "T": t, "C": c}) for k, b, t, c in (
+           (4, 8, 1024, 768), (4, 4, 1024, 1600), (5, 8, 1024, 768), (5, 4, 1024, 1600),
+           (3, 16, 1024, 1024), (3, 2, 1024, 4096))],
 ]
 SHIPPED = ["h200-2026-11-30/measure", "h200-validate/matmul-2048", "h200-validate/matmul-3000",
            "h200-validate/matmul-8192"]
