@@ -1,5 +1,5 @@
 """Benchmark: cold and warm `occupancy tile` over the 32-point SGEMM space of
-examples/sgemm (every point compiled for sm_90, its SASS read, one warp of its PTX run).
+examples/sgemm (every point compiled for sm_90, its SASS read, two warps of its PTX run).
 
 Target (issue 13): cold <= 60 s on the 2-core machine (parallel compiles), warm <= 1 s.
 Writes bench/results/tile_tuning_speed.json. Run: python bench/tile_tuning_speed.py
