@@ -103,24 +103,14 @@ def test_measure_verifies_against_another_kernel(cp: Any, dev: Device, tmp_path:
     verified: alpha 2 instead of 1)."""
     from occupancy.gpu import measure_tuning
     from occupancy.tuning import load_tuning, points, rank
+    from tests.test_tuning import REFERENCE_ENTRY
 
     text = (ROOT / "examples/sgemm/tune.yaml").read_text()
-    naive = """
-  - name: other
-    source: sgemm.cuh
-    function: sgemm2DBlocktiling<64, 64, 8, 4, 4>
-    problem: {M: 256, N: 256, K: 256}
-    block: 256
-    grid: ["ceil(N / 64)", "ceil(M / 64)"]
-    args: [M, N, K, ALPHA, {array: A, dtype: float32, shape: [M, K]},
-           {array: B, dtype: float32, shape: [K, N]}, 0.0,
-           {array: C, dtype: float32, shape: [M, N], output: true}]
-"""
     (tmp_path / "sgemm.cuh").write_text((ROOT / "examples/sgemm/sgemm.cuh").read_text())
     for alpha, ok in (("1.0", True), ("2.0", False)):
         p = tmp_path / "tune.yaml"
         p.write_text(text.replace('reference: "A @ B"', "reference: other")
-                     + naive.replace("ALPHA", alpha))
+                     + REFERENCE_ENTRY.format(name="other", alpha=alpha))
         spec = load_tuning(p, "sgemm2d", {"M": 256, "N": 256, "K": 256})
         pts, removed = points(spec)
         data = measure_tuning(spec, rank(spec, dev, pts, removed), 2, 3)

@@ -162,17 +162,19 @@ def test_bad_tuning_manifests(tmp_path: Path, change: dict[str, str], message: s
     assert not (tmp_path / "pwned").exists()
 
 
-_NAIVE = """
-  - name: naive
+# A reference kernel entry for the SGEMM manifest (also tests/test_gpu.py's)
+REFERENCE_ENTRY = """
+  - name: {name}
     source: sgemm.cuh
     function: sgemm2DBlocktiling<64, 64, 8, 4, 4>
-    problem: {M: 4096, N: 4096, K: 4096}
+    problem: {{M: 4096, N: 4096, K: 4096}}
     block: 256
     grid: ["ceil(N / 64)", "ceil(M / 64)"]
-    args: [M, N, K, 1.0, {array: A, dtype: float32, shape: [M, K]},
-           {array: B, dtype: float32, shape: [K, N]}, 0.0,
-           {array: C, dtype: float32, shape: [M, N], output: true}]
+    args: [M, N, K, {alpha}, {{array: A, dtype: float32, shape: [M, K]}},
+           {{array: B, dtype: float32, shape: [K, N]}}, 0.0,
+           {{array: C, dtype: float32, shape: [M, N], output: true}}]
 """
+_NAIVE = REFERENCE_ENTRY.format(name="naive", alpha="1.0")
 
 
 def test_reference_by_another_kernel(tmp_path: Path) -> None:
