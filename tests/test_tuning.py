@@ -206,6 +206,13 @@ def test_reference_by_another_kernel(tmp_path: Path) -> None:
     p.write_text(p.read_text().replace("reference: A", "reference: nobody"))
     with pytest.raises(OccupancyError, match="unknown name 'nobody'"):
         load_tuning(p, "sgemm2d")
+    # a broken reference entry is reported at its own key and line, one line, exit 2; one
+    # that names this kernel back is not followed
+    p = _manifest(tmp_path, **{'reference: "A @ B"': "reference: naive"})
+    p.write_text(p.read_text() + _NAIVE.replace("block: 256", "block: \"__import__('os')\""))
+    r = run("tile", str(p), "--kernel", "sgemm2d", "-d", "h200")
+    assert r.exit_code == 2 and "kernel 'naive': block" in r.stderr  # type: ignore[attr-defined]
+    assert len(r.stderr.strip().splitlines()) == 1  # type: ignore[attr-defined]
 
 
 def test_space_over_the_limit_and_max_points(tmp_path: Path) -> None:
