@@ -148,7 +148,7 @@ def _fail(spath: str, line: int | None, msg: str) -> ManifestError:
 
 
 def load_tuning(manifest: str | os.PathLike[str], kernel: str,
-                overrides: Mapping[str, int] | None = None, *, _reference_of: str | None = None
+                overrides: Mapping[str, int] | None = None, *, _as_reference: bool = False
                 ) -> TuneSpec:
     """The tuning entry `kernel` of a manifest; `overrides` replace problem sizes (--set).
     `reference: NAME` naming another entry loads that entry too (the reference kernel; it
@@ -178,8 +178,8 @@ def load_tuning(manifest: str | os.PathLike[str], kernel: str,
         if key not in _TUNE_KEYS:
             raise _fail(spath, line(str(key)), f"kernel '{inert(kernel)}': "
                         + _unknown_key(key, _TUNE_KEYS))
-    for key in ("source", "block", "grid") if _reference_of else ("source", "space", "block",
-                                                                         "grid"):
+    for key in ("source", "block", "grid") if _as_reference else ("source", "space", "block",
+                                                                          "grid"):
         if key not in e:
             raise _fail(spath, line(), f"kernel '{inert(kernel)}': a tuning entry needs "
                         f"'{key}:'")
@@ -189,7 +189,7 @@ def load_tuning(manifest: str | os.PathLike[str], kernel: str,
     q = Path(src) if os.path.isabs(src) else p.parent / src
     if not q.is_file():
         raise fail("source", f"no such file {inert(str(q))}")
-    space_raw = e.get("space", {"_": [0]}) if _reference_of else e["space"]
+    space_raw = e.get("space", {"_": [0]}) if _as_reference else e["space"]
     if not isinstance(space_raw, dict) or not space_raw:
         raise fail("space", "must map names to lists of values, e.g. {TILE: [16, 32]}")
     space: dict[str, tuple[Any, ...]] = {}
@@ -275,20 +275,20 @@ def load_tuning(manifest: str | os.PathLike[str], kernel: str,
     reference_kernel = None
     raw_ref = e.get("reference")
     kernel_names = {str(x.get("name")) for _, x in entries} - {kernel}
-    if raw_ref is not None and _reference_of is None and isinstance(raw_ref, str) \
+    if raw_ref is not None and not _as_reference and isinstance(raw_ref, str) \
             and raw_ref in kernel_names:
         if raw_ref in arrays or raw_ref in known:
             raise fail("reference", f"'{inert(raw_ref)}' names both another kernel and an "
                        "array or size of this one: rename one")
         # its own problems are reported at its own keys and lines
-        reference_kernel = load_tuning(manifest, raw_ref, problem, _reference_of=kernel)
+        reference_kernel = load_tuning(manifest, raw_ref, problem, _as_reference=True)
         ours = {a.name for a in args if isinstance(a, ArrayArg) and a.output}
         theirs = {a.name for a in reference_kernel.args if isinstance(a, ArrayArg) and a.output}
         if not ours & theirs:
             raise fail("reference", f"kernel '{inert(raw_ref)}' writes none of this kernel's "
                        f"outputs ({', '.join(sorted(ours)) or 'none'}): name its output arrays "
                        "the same")
-    elif raw_ref is not None and _reference_of is None:
+    elif raw_ref is not None and not _as_reference:
         reference = expr("reference", raw_ref, arrays=True, extra=set(arrays))
     tol = e.get("tolerance", 1e-3)
     if isinstance(tol, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
