@@ -210,8 +210,8 @@ def from_cuda_properties(props: Mapping[str, Any]) -> Device:
     measured = "cudaGetDeviceProperties"
     # The unified L1 + shared memory array (CC >= 7.0): the largest shared-memory size
     # leaves 32 KB of L1 on CC 7.x and 28 KB from 8.0 (the shipped profiles' figures).
-    unified = (row.carveout_kib[-1] + (32 if row.carveout_kib and cc.startswith("7.") else 28)
-               ) * KIB if row.carveout_kib else None
+    unified = (row.carveout_kib[-1] + (32 if cc.startswith("7.") else 28)) * KIB \
+        if row.carveout_kib else None
     extra = {"l1_shared_memory_bytes": "occupancy's CC table: the largest shared-memory size "
              "plus the L1 it leaves (32 KB on CC 7.x, 28 KB from 8.0)"} if unified else {}
     return Device(

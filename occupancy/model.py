@@ -187,6 +187,14 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
                       k.flops / dram_bytes if dram_bytes else 0.0)
 
 
+def _loads_per_batch(mix: dict[str, int], traffic: Traffic) -> float:
+    """Global loads a warp issues before it waits for one: the SASS's batches of its hottest
+    loop, else (no loads there) all the loads of its run at once."""
+    if mix.get("ldg"):
+        return mix["ldg"] / max(mix.get("ldg_batches", 1), 1)
+    return traffic.global_loads
+
+
 def _warp_path(dev: Device, occ: OccupancyResult, grid_blocks: int, mix: dict[str, int],
                traffic: Traffic | None) -> float:
     """The floor one warp's own path sets: its dependent round trips to memory (its global
@@ -198,9 +206,7 @@ def _warp_path(dev: Device, occ: OccupancyResult, grid_blocks: int, mix: dict[st
     its grid fits the SMs at once, and the time is this path, not the bandwidth."""
     if traffic is None or not traffic.complete or not traffic.global_loads:
         return 0.0
-    batch = mix["ldg"] / max(mix.get("ldg_batches", 1), 1) if mix.get("ldg") \
-        else traffic.global_loads
-    trips = traffic.global_loads / max(batch, 1.0)
+    trips = traffic.global_loads / max(_loads_per_batch(mix, traffic), 1.0)
     per_sm = -(-grid_blocks // dev.sm_count)
     resident = max(occ.active_blocks_per_sm, 1)
     rounds = max(1.0, per_sm / resident)
@@ -300,9 +306,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
         if t.global_loads:
             # a warp has in flight the loads it issues before it first needs one of them:
             # the SASS's batches (the compiler may keep a tile load to a few registers)
-            batch = mix["ldg"] / max(mix.get("ldg_batches", 1), 1) if mix.get("ldg") \
-                else t.global_loads
-            per_warp_bytes = t.load_bytes / t.global_loads * batch
+            per_warp_bytes = t.load_bytes / t.global_loads * _loads_per_batch(mix, t)
     dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
             * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
     # The SM's clock drops under FMA load (FP32_EFFICIENCY holds that drop at a full FFMA
