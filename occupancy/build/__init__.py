@@ -1,0 +1,1 @@
+"""Build layer: compilers, the compile cache, binaries and the resources they give."""
