@@ -440,7 +440,8 @@ def compile_configs(fn: Any, args: Mapping[str, Any], configs: Iterable[Any],
     todo: list[tuple[str, _Job]] = []
     for c in configs:
         cfg = _as_config(c)
-        spec = specialize_call(jit, args, {**(constexprs or {}), **dict(cfg.kwargs)})
+        spec = specialize_call(jit, args, {**(constexprs or {}), **dict(cfg.kwargs),
+                                           **_options_as_params(jit, cfg)})
         for cc in ccs:
             job = _Job(ref, spec, cfg, _cc_int(cc))
             todo.append((cache_key(version, source, ref.name, spec, cfg, job.cc), job))
@@ -464,6 +465,13 @@ def compile_configs(fn: Any, args: Mapping[str, Any], configs: Iterable[Any],
         stats.compile_seconds += [results[i].seconds for i in misses if results[i].compiled]
         stats.wall_seconds += time.perf_counter() - t0
     return out
+
+
+def _options_as_params(fn: Any, cfg: TritonConfig) -> dict[str, Any]:
+    """A kernel may name a parameter like an option (the softmax tutorial's `num_stages`):
+    the launch's keyword then sets both."""
+    names = {p.name for p in fn.params}
+    return {k: getattr(cfg, k) for k in OPTION_KEYS if k in names}
 
 
 def _as_config(c: Any) -> TritonConfig:

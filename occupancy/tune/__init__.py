@@ -1,0 +1,1 @@
+"""Tune layer: candidates, the model, ranking and measurement."""
