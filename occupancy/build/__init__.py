@@ -1,0 +1,1 @@
+"""build: see the package layout in docs/layout.md."""

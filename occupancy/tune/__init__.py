@@ -1,0 +1,1 @@
+"""tune: see the package layout in docs/layout.md."""
