@@ -62,12 +62,12 @@ QUICK = "--quick" in sys.argv
 
 def live_device():  # type: ignore[no-untyped-def]
     """The Device of GPU 0 from its properties (CuPy), else the shipped profile by name."""
-    from occupancy.profiles import load_device
+    from occupancy.inputs.profiles import load_device
 
     try:
         import cupy
 
-        from occupancy.device import Device
+        from occupancy.core.device import Device
 
         return Device.from_cuda_properties(cupy.cuda.runtime.getDeviceProperties(0))
     except Exception as e:  # noqa: BLE001 - fall back to the profile

@@ -1,4 +1,4 @@
-"""The fixed cost in a `measure` timing: CUDA events around one launch (occupancy.gpu.Timer,
+"""The fixed cost in a `measure` timing: CUDA events around one launch (occupancy.gpu.measure.Timer,
 L2 flushed before each run) of kernels that do nothing, from one block to full grids of
 the transposes' shapes, and the example transpose at small N. The model adds
 LAUNCH_OVERHEAD_MS to every prediction; this measures it.
@@ -44,7 +44,7 @@ extern "C" __global__ void smem16k(float* out) {
 def main() -> None:
     import cupy as cp
 
-    from occupancy.gpu import Timer
+    from occupancy.gpu.measure import Timer
 
     timer = Timer(cp, cp.cuda.Device().attributes["L2CacheSize"])
     mod = cp.RawModule(code=EMPTY, options=("-std=c++17",), name_expressions=["touch<32>"])

@@ -108,7 +108,7 @@ def main() -> None:
     if sys.argv[1:] == ["--child"]:
         child()
         return
-    from occupancy.banks import bank_conflicts
+    from occupancy.core.banks import bank_conflicts
 
     q = subprocess.run(["ncu", "--query-metrics-mode", "suffix", "--query-metrics",
                         "--chip", "gh100"], capture_output=True, text=True)

@@ -13,7 +13,7 @@ import sys
 import time
 
 from occupancy import load_device
-from occupancy.sweeps import Config, sweeps
+from occupancy.core.whatif import Config, sweeps
 
 
 def main() -> int:

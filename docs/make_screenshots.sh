@@ -10,8 +10,8 @@ chrome=(chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first
 python - <<'PY'
 from rich.console import Console
 from occupancy import load_device, solve
-from occupancy.render import plot_view
-from occupancy.sweeps import Config, sweeps
+from occupancy.output.terminal import plot_view
+from occupancy.core.whatif import Config, sweeps
 dev = load_device("a100")
 con = Console(record=True, width=80, file=open("/dev/null", "w"))
 con.print(plot_view(dev, solve(dev, 256, 40), sweeps(dev, Config(256, 40, 0))))

@@ -1,17 +1,21 @@
 """occupancy: exact CUDA occupancy, tile-size advice and launch checks from device profiles."""
 
-from .device import Device
-from .errors import OccupancyError, ProfileError, UnknownComputeCapabilityError, UnknownDeviceError
-from .profiles import all_devices, load_device, load_profile
-from .solver import (
+from occupancy.core.device import Device
+from occupancy.core.errors import (
+    OccupancyError,
+    ProfileError,
+    UnknownComputeCapabilityError,
+    UnknownDeviceError,
+)
+from occupancy.core.solver import (
     OccupancyResult,
     available_dynamic_smem,
     best_block_size,
     cliffs,
     solve,
 )
-
-__version__ = "0.1.0"
+from occupancy.core.version import __version__ as __version__
+from occupancy.inputs.profiles import all_devices, load_device, load_profile
 
 __all__ = [
     "Device",

@@ -1,5 +1,5 @@
 """`python -m occupancy` runs the command-line tool."""
 
-from .cli import main
+from occupancy.cli import main
 
 main()

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .errors import OccupancyError
+from occupancy.core.errors import OccupancyError
 
 if TYPE_CHECKING:
-    from .serialize import MeasureRecord, TuningRecord
+    from occupancy.output.serialize import MeasureRecord, TuningRecord
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 INT32_MAX = 2**31 - 1  # CUDA's sizes and counts are 32-bit ints: larger inputs are refused
@@ -57,12 +57,12 @@ def _emit_json(data: Any) -> None:
 
 
 def _parsed(parse_name: str) -> Callable[[click.Context, click.Parameter, str | None], Any]:
-    """A click callback that parses with occupancy.units' parser of that name."""
+    """A click callback that parses with occupancy.inputs.units' parser of that name."""
 
     def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
         if value is None:
             return None
-        from . import units
+        from occupancy.inputs import units
 
         try:
             return getattr(units, parse_name)(value)
@@ -83,7 +83,7 @@ def write_output(path: str, text: str, inputs: list[str] | tuple[str, ...] = (),
     if path == "-":
         click.echo(text, nl=False)
         return
-    from .safety import inert, write_atomically
+    from occupancy.inputs.safety import inert, write_atomically
 
     if not force and os.path.lexists(path):
         raise InputError(f"{inert(path)} exists: choose another -o path or add --force to replace it")
@@ -157,7 +157,7 @@ class OneLineErrors(click.Group):
     Ctrl-C exits 130 with one line; a closed stdout pipe exits without a traceback."""
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
-        from .safety import one_line
+        from occupancy.inputs.safety import one_line
 
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
@@ -238,8 +238,8 @@ def calc(device: tuple[str, ...], threads: tuple[int, ...], regs: int, smem: int
     several GPUs: occupancy calc -d v100 -d a100 -d h100 -t 256 -r 40;
     clusters: occupancy calc -d h200 -t 128 -r 32 --cluster 2x2
     """
-    from .profiles import load_device
-    from .solver import cliffs, solve
+    from occupancy.core.solver import cliffs, solve
+    from occupancy.inputs.profiles import load_device
 
     devs = [load_device(d) for d in device]
     shape: tuple[int, int, int] | None = None
@@ -256,12 +256,12 @@ def calc(device: tuple[str, ...], threads: tuple[int, ...], regs: int, smem: int
         results.append(r)
         cls.append(None if no_cliffs or r.active_blocks_per_sm == 0 else cliffs(dev, r))
     if as_json:
-        from .serialize import result_dict
+        from occupancy.output.serialize import result_dict
 
         dicts = [result_dict(d, r, threads, c) for d, r, c in zip(devs, results, cls, strict=True)]
         _emit_json(dicts[0] if len(dicts) == 1 else dicts)
         return
-    from .render import calc_view, compare_view
+    from occupancy.output.terminal import calc_view, compare_view
 
     if len(devs) == 1:
         _console().print(calc_view(devs[0], results[0], threads, cls[0]))
@@ -294,19 +294,19 @@ def best(device: tuple[str, ...], regs: int, smem: int, dyn_smem: int, carveout:
 
     Example: occupancy best -d a100 -r 64 --smem-per-thread 16
     """
-    from .best import BestInputs, best_for_device
-    from .profiles import load_device
+    from occupancy.core.best import BestInputs, best_for_device
+    from occupancy.inputs.profiles import load_device
 
     inputs = BestInputs(regs, smem, dyn_smem, smem_per_thread, carveout, launch_bound, barriers,
                         not no_opt_in, threads, blocks, min_clusters)
     answers = [best_for_device(load_device(d), inputs) for d in device]
     if as_json:
-        from .serialize import best_dict
+        from occupancy.output.serialize import best_dict
 
         dicts = [best_dict(a) for a in answers]
         _emit_json(dicts[0] if len(dicts) == 1 else dicts)
         return
-    from .render import best_compare_view, best_view
+    from occupancy.output.terminal import best_compare_view, best_view
 
     if len(answers) == 1:
         _console().print(best_view(answers[0]))
@@ -329,8 +329,8 @@ def check(manifest: str, fmt: str, as_json: bool, output: str | None) -> None:
     register and spill rules kept. Exit 0 when all pass, 1 when any fails, 2 for a bad
     manifest. Example: occupancy check launches.yaml --format github
     """
-    from .check import evaluate, exit_code, load_manifest
-    from .toolchain import CheckResolver
+    from occupancy.build.toolchain import CheckResolver
+    from occupancy.gate.check import evaluate, exit_code, load_manifest
 
     if as_json:
         fmt = "json"
@@ -338,7 +338,7 @@ def check(manifest: str, fmt: str, as_json: bool, output: str | None) -> None:
     resolver = CheckResolver()
     verdicts = evaluate(m, resolver, resolver.prepare)
     if fmt == "text":
-        from .render import check_table
+        from occupancy.output.terminal import check_table
 
         if output and output != "-":
             from io import StringIO
@@ -352,7 +352,7 @@ def check(manifest: str, fmt: str, as_json: bool, output: str | None) -> None:
         else:
             _console().print(check_table(manifest, verdicts))
     else:
-        from . import formats
+        from occupancy.gate import ci_formats as formats
 
         text = {"json": formats.check_json, "junit": formats.check_junit,
                 "github": formats.check_github, "sarif": formats.check_sarif}[fmt](manifest, verdicts)
@@ -396,11 +396,11 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     """
     import re
 
-    from .toolchain import arch_of, list_resources
+    from occupancy.build.toolchain import arch_of, list_resources
 
     devs = []
     if devices_:
-        from .profiles import load_device
+        from occupancy.inputs.profiles import load_device
 
         devs = [load_device(d) for d in devices_]
     for a in archs:
@@ -411,16 +411,16 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     for f in files:
         listed += list_resources(f, wanted, include_dirs=include_dirs, flags=list(flags))
     if as_manifest:
-        from .render import starter_manifest
+        from occupancy.output.terminal import starter_manifest
 
         click.echo(starter_manifest(listed, [d.key for d in devs]), nl=False)
         return
     if as_json:
-        from .serialize import listed_dict
+        from occupancy.output.serialize import listed_dict
 
         _emit_json([listed_dict(k) for k in listed])
         return
-    from .render import resources_table
+    from occupancy.output.terminal import resources_table
 
     _console().print(resources_table(listed))
 
@@ -461,19 +461,19 @@ def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[st
     entry's space, compiled for the device (registers from the real compiler), solved,
     pruned (cannot launch, spills) and ranked by the model, with the pick and why.
     """
-    from .profiles import load_device
+    from occupancy.inputs.profiles import load_device
 
     dev = load_device(device)
     fmt = "json" if as_json else (fmt or "text")
     if target in ("matmul", "transpose") and kernel is None:
-        from .advisor import analyze
-        from .serialize import tile_dict
+        from occupancy.output.serialize import tile_dict
+        from occupancy.tune.advisor import analyze
 
         report = analyze(dev, target, size)
         if fmt != "text":
             _emit_json(tile_dict(report))
             return
-        from .render import tile_view
+        from occupancy.output.terminal import tile_view
 
         _console().print(tile_view(report))
         return
@@ -483,27 +483,27 @@ def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[st
                              "give a shipped family, or MANIFEST --kernel NAME")
         raise InputError(f"{target}: give --kernel NAME (a tuning entry of the manifest), or "
                          "matmul / transpose for the shipped families")
-    from .tuning import load_tuning, points, rank
+    from occupancy.tune.spaces import load_tuning, points, rank
 
     spec = load_tuning(target, kernel, _sets(sets))
     pts, removed = points(spec, max_points)
     rep = rank(spec, dev, pts, removed)
     stored = None
     if store:
-        from .tuning import lookup
+        from occupancy.tune.spaces import lookup
 
         stored = lookup(store, spec, dev)
     if fmt != "text":
-        from .serialize import tune_dict
+        from occupancy.output.serialize import tune_dict
 
         _emit_json(tune_dict(rep, kernel_tuner=fmt == "kernel_tuner", stored=stored,
                              store_checked=bool(store)))
         return
-    from .render import tune_view
+    from occupancy.output.terminal import tune_view
 
     _console().print(tune_view(rep))
     if store:
-        from .safety import inert
+        from occupancy.inputs.safety import inert
 
         if stored:
             click.echo("Measured best on this GPU (" + inert(store) + "): " + inert(" ".join(
@@ -538,7 +538,7 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
     Examples: occupancy banks --words 1,33 (2-way); occupancy banks --column
     (a column of float tile[32][32]: 32-way); occupancy banks --column --pitch 33.
     """
-    from .banks import bank_conflicts, tile_addresses
+    from occupancy.core.banks import bank_conflicts, tile_addresses
 
     size = int(element_bytes)
     if words is not None:
@@ -556,11 +556,11 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
         addresses = tile_addresses(pitch, column, size, stride, offset, threads)
     result = bank_conflicts(addresses, size, int(nbanks))
     if as_json:
-        from .serialize import banks_dict
+        from occupancy.output.serialize import banks_dict
 
         _emit_json(banks_dict(result, addresses, size))
         return
-    from .render import banks_view
+    from occupancy.output.terminal import banks_view
 
     _console().print(banks_view(result, addresses, size))
 
@@ -597,7 +597,7 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
     """
     import json
 
-    from .gpu import cupy_module
+    from occupancy.gpu.measure import cupy_module
 
     cupy_module("measure")  # fail fast, before anything else, without CuPy or a GPU
     from rich.console import Console
@@ -613,7 +613,7 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
         shipped: MeasureRecord | None = None
         tuned: TuningRecord | None = None
         if target in ("matmul", "transpose", "all") and kernel is None:
-            from .gpu import measure as run_measure
+            from occupancy.gpu.measure import measure as run_measure
 
             kernels = ["matmul", "transpose"] if target == "all" else [target]
             labels = [t.strip() for t in tiles.split(",")] if tiles else None
@@ -622,9 +622,9 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
             if kernel is None:
                 raise InputError(f"{target}: give --kernel NAME (a tuning entry), or matmul / "
                                  "transpose / all for the shipped families")
-            from .device import from_cuda_properties
-            from .gpu import device_properties, measure_tuning
-            from .tuning import load_tuning, points, rank
+            from occupancy.core.device import from_cuda_properties
+            from occupancy.gpu.measure import device_properties, measure_tuning
+            from occupancy.tune.spaces import load_tuning, points, rank
 
             spec = load_tuning(target, kernel, _sets(sets))
             inputs.append(target)
@@ -635,7 +635,7 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
     if output:
         write_output(output, json.dumps(record, indent=2) + "\n", inputs)
     if tuned is not None and store and tuned["fastest"]:
-        from .tuning import read_store, store_entry
+        from occupancy.tune.spaces import read_store, store_entry
 
         book = read_store(store)
         book["entries"].update(store_entry(tuned))
@@ -643,14 +643,14 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
     if as_json:
         _emit_json(record)
     elif tuned is not None:
-        from .render import measure_tuning_view
+        from occupancy.output.terminal import measure_tuning_view
 
         _console().print(measure_tuning_view(tuned))
     elif shipped is not None:
-        from .render import measure_view
+        from occupancy.output.terminal import measure_view
 
         _console().print(measure_view(shipped))
-    from .serialize import measure_failures, tuning_failures
+    from occupancy.output.serialize import measure_failures, tuning_failures
 
     bad = tuning_failures(tuned) if tuned is not None else \
         measure_failures(shipped) if shipped is not None else []
@@ -661,7 +661,7 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
 
 def _sweep_config(threads: tuple[int, ...], regs: int, smem: int, dyn_smem: int,
                   carveout: int | None, no_opt_in: bool) -> Any:
-    from .sweeps import Config
+    from occupancy.core.whatif import Config
 
     return Config(math.prod(threads), regs, smem + dyn_smem, carveout, not no_opt_in)
 
@@ -681,10 +681,10 @@ def plot(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: 
     limiter of every stretch spelled out; in the terminal, or as PNG / SVG / PDF with -o.
     Example: occupancy plot -d a100 -t 256 -r 40 -o a100.png
     """
-    from .profiles import load_device
-    from .serialize import plot_dict
-    from .solver import solve
-    from .sweeps import sweeps
+    from occupancy.core.solver import solve
+    from occupancy.core.whatif import sweeps
+    from occupancy.inputs.profiles import load_device
+    from occupancy.output.serialize import plot_dict
 
     dev = load_device(device)
     cfg = _sweep_config(threads, regs, smem, dyn_smem, carveout, no_opt_in)
@@ -696,12 +696,12 @@ def plot(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: 
                  f"registers, {cfg.shared_memory_per_block:,} B smem")
         suffix = Path(output).suffix.lower()
         if suffix == ".svg":
-            from .charts import svg_figure
+            from occupancy.output.charts import svg_figure
 
             write_output(output, svg_figure(curves, title), [dev.path or ""])
         elif suffix in (".png", ".pdf"):
-            from .plotting import save_figure
-            from .safety import check_output
+            from occupancy.inputs.safety import check_output
+            from occupancy.output.raster import save_figure
 
             check_output(output, [dev.path or ""])
             save_figure(curves, output, title)
@@ -711,7 +711,7 @@ def plot(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: 
             click.echo(f"wrote {output}", err=True)
         return
     if not as_json:
-        from .render import plot_view
+        from occupancy.output.terminal import plot_view
 
         r = solve(dev, cfg.threads_per_block, cfg.registers_per_thread, 0,
                   cfg.shared_memory_per_block, cfg.carveout, opt_in=cfg.opt_in)
@@ -741,9 +741,9 @@ def report(devices_: tuple[str, ...], threads: tuple[int, ...], regs: int, smem:
     Example: occupancy report -d v100 -d h200 --tile matmul -n 4096
     --measured bench/results/h200-2026-11-30/measure.json -o report.html
     """
-    from .profiles import load_device
-    from .reporting import build, to_html, to_markdown
-    from .safety import check_output, inert, slug
+    from occupancy.inputs.profiles import load_device
+    from occupancy.inputs.safety import check_output, inert, slug
+    from occupancy.output.report import build, to_html, to_markdown
 
     suffix = ".html" if output == "-" else Path(output).suffix.lower()
     if suffix not in (".html", ".htm", ".md", ".markdown"):
@@ -755,13 +755,13 @@ def report(devices_: tuple[str, ...], threads: tuple[int, ...], regs: int, smem:
     cfg = _sweep_config(threads, regs, smem, dyn_smem, carveout, no_opt_in)
     tiles = []
     if tile_kernel:
-        from .advisor import analyze
+        from occupancy.tune.advisor import analyze
 
         tiles = [analyze(d, tile_kernel, size) for d in devs]
     verdicts = None
     if manifest:
-        from .check import evaluate, load_manifest
-        from .toolchain import CheckResolver
+        from occupancy.build.toolchain import CheckResolver
+        from occupancy.gate.check import evaluate, load_manifest
 
         m = load_manifest(manifest)
         resolver = CheckResolver()
@@ -794,15 +794,15 @@ def devices(ctx: click.Context, as_json: bool) -> None:
     """List the device profiles (shipped, $OCCUPANCY_PROFILES and ~/.config/occupancy/profiles)."""
     if ctx.invoked_subcommand is not None:
         return
-    from .profiles import all_devices
+    from occupancy.inputs.profiles import all_devices
 
     devs = all_devices()
     if as_json:
-        from .serialize import device_list_dict
+        from occupancy.output.serialize import device_list_dict
 
         _emit_json(device_list_dict(devs))
         return
-    from .render import devices_table
+    from occupancy.output.terminal import devices_table
 
     _console().print(devices_table(devs))
 
@@ -813,15 +813,15 @@ def devices(ctx: click.Context, as_json: bool) -> None:
 @translate_errors
 def devices_show(name: str, as_json: bool) -> None:
     """Every key of one profile, with its sources."""
-    from .profiles import load_device
+    from occupancy.inputs.profiles import load_device
 
     dev = load_device(name)
     if as_json:
-        from .serialize import device_dict
+        from occupancy.output.serialize import device_dict
 
         _emit_json(device_dict(dev))
         return
-    from .render import device_view
+    from occupancy.output.terminal import device_view
 
     _console().print(device_view(dev))
 
@@ -837,9 +837,9 @@ def devices_detect(index: int, output: str | None, force: bool) -> None:
     """Write a profile for the live GPU (needs CuPy and a GPU)."""
     import dataclasses
 
-    from .device import from_cuda_properties
-    from .gpu import cupy_module, device_properties, measure_cluster_table
-    from .profiles import to_yaml
+    from occupancy.core.device import from_cuda_properties
+    from occupancy.gpu.measure import cupy_module, device_properties, measure_cluster_table
+    from occupancy.inputs.profiles import to_yaml
 
     dev = from_cuda_properties(device_properties(index))
     if dev.max_cluster_size is not None:

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from occupancy import load_device
-from occupancy.check import ManifestError, Verdict, evaluate, load_manifest
+from occupancy.build.toolchain import CheckResolver
 from occupancy.cli import main
-from occupancy.toolchain import CheckResolver
+from occupancy.gate.check import ManifestError, Verdict, evaluate, load_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -281,7 +281,7 @@ def test_ptxas_log_entries(tmp_path: Path) -> None:
 
 
 def test_cubin_shared_size_and_the_reserved_kb(tmp_path: Path) -> None:
-    from occupancy.toolchain import nvcc_path, read_binary, resources_for_device
+    from occupancy.build.toolchain import nvcc_path, read_binary, resources_for_device
 
     nvcc = nvcc_path()
     if nvcc is None:
@@ -304,7 +304,7 @@ def test_project_manifest_passes() -> None:
 
 
 def test_device_profile_path_relative_to_the_manifest(tmp_path: Path) -> None:
-    from occupancy.profiles import shipped_dir
+    from occupancy.inputs.profiles import shipped_dir
 
     (tmp_path / "gpus").mkdir()
     shutil.copy(shipped_dir() / "t4.yaml", tmp_path / "gpus" / "lab.yaml")

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from occupancy.cli import main
-from occupancy.profiles import shipped_dir
+from occupancy.inputs.profiles import shipped_dir
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from occupancy import load_device, solve
 from occupancy.cli import main
-from occupancy.clusters import cluster_occupancy, max_cluster_size
+from occupancy.core.clusters import cluster_occupancy, max_cluster_size
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "bench" / "clusters" / "cases.txt"
@@ -119,7 +119,7 @@ def test_check_cluster_key(tmp_path: Path) -> None:
 
 
 def test_cluster_dims_from_the_build(tmp_path: Path) -> None:
-    from occupancy.toolchain import nvcc_path
+    from occupancy.build.toolchain import nvcc_path
 
     if nvcc_path() is None:
         pytest.skip("nvcc not found")

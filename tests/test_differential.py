@@ -13,8 +13,8 @@ import random
 import pytest
 
 from occupancy import Device, available_dynamic_smem, best_block_size, load_device, solve
-from occupancy.device import CC_TABLE
-from occupancy.profiles import all_devices
+from occupancy.core.device import CC_TABLE
+from occupancy.inputs.profiles import all_devices
 
 from .conftest import FLAGS, INT_MAX, Oracle
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from occupancy import Device, load_device, solve
-from occupancy.gpu import GpuUnavailable, cupy_module, device_properties
+from occupancy.gpu.measure import GpuUnavailable, cupy_module, device_properties
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,8 +32,8 @@ def dev(cp: Any) -> Device:
 
 
 def _function(cp: Any, dev: Device, source: str, name: str, defines: dict[str, int]) -> Any:
-    from occupancy.gpu import load_function
-    from occupancy.toolchain import build_cubin, make_build
+    from occupancy.build.toolchain import build_cubin, make_build
+    from occupancy.gpu.measure import load_function
 
     build = make_build(ROOT / "kernels" / source, f"sm_{dev.cc_major}{dev.cc_minor}",
                        defines=defines)
@@ -87,7 +87,7 @@ def test_driver_occupancy_equals_solver(cp: Any, dev: Device, source: str, name:
 
 
 def test_measure_verifies_small(cp: Any) -> None:
-    from occupancy.gpu import measure
+    from occupancy.gpu.measure import measure
 
     data = measure(["matmul", "transpose"], 300, 333, ["tiled 16", "regblock128 8x8",
                                                         "padded 32x8", "naive 32x8"], 3)
@@ -101,8 +101,8 @@ def test_measure_verifies_against_another_kernel(cp: Any, dev: Device, tmp_path:
     """`reference: NAME`: the SGEMM space checked by another instance of the same template
     run on the same inputs (verified), and by a kernel that computes something else (not
     verified: alpha 2 instead of 1)."""
-    from occupancy.gpu import measure_tuning
-    from occupancy.tuning import load_tuning, points, rank
+    from occupancy.gpu.measure import measure_tuning
+    from occupancy.tune.spaces import load_tuning, points, rank
     from tests.test_tuning import REFERENCE_ENTRY
 
     text = (ROOT / "examples/sgemm/tune.yaml").read_text()
@@ -126,7 +126,7 @@ def test_cluster_table_and_random_launches_equal_the_driver(cp: Any, dev: Device
     import dataclasses
     import random
 
-    from occupancy.gpu import active_clusters, measure_cluster_table
+    from occupancy.gpu.measure import active_clusters, measure_cluster_table
 
     if dev.max_cluster_size is None:
         pytest.skip(f"{dev.name} has no thread-block clusters")

@@ -114,7 +114,7 @@ def test_names_are_inert_in_every_format(tmp_path: Path, fmt: str) -> None:
 
 
 def test_markdown_and_html_reports_escape_names(tmp_path: Path) -> None:
-    from occupancy.profiles import shipped_dir
+    from occupancy.inputs.profiles import shipped_dir
 
     prof = (shipped_dir() / "v100.yaml").read_text().replace(
         'name: "Tesla V100-SXM2-16GB"', 'name: "<script>alert(1)</script>[x](javascript:alert(1))"')
@@ -149,7 +149,7 @@ OUTPUT_CASES = [
 @pytest.mark.parametrize(("args", "expect"), [c[1:] for c in OUTPUT_CASES],
                          ids=[c[0] for c in OUTPUT_CASES])
 def test_outputs_stay_where_they_are_put(tmp_path: Path, args: list[str], expect: str) -> None:
-    from occupancy.profiles import shipped_dir
+    from occupancy.inputs.profiles import shipped_dir
 
     (tmp_path / "m.yaml").write_text(_names_manifest("k"))
     (tmp_path / "m.md").write_text("keep")
@@ -198,7 +198,7 @@ BOUNDED = [
 
 
 def _hostile_files(d: Path) -> None:
-    from occupancy.profiles import shipped_dir
+    from occupancy.inputs.profiles import shipped_dir
 
     os.mkfifo(d / "fifo.yaml")
     (d / "bomb.yaml").write_text(
@@ -242,7 +242,7 @@ def test_dangling_profile_link_is_skipped_with_a_warning(tmp_path: Path) -> None
 
 
 def test_corrupt_cache_entry_is_recompiled(tmp_path: Path) -> None:
-    from occupancy.toolchain import compile_resources, nvcc_path
+    from occupancy.build.toolchain import compile_resources, nvcc_path
 
     if nvcc_path() is None:
         pytest.skip("nvcc not found")
@@ -268,7 +268,7 @@ def test_exit_codes_for_interrupts_pipes_and_bare_invocation(tmp_path: Path) -> 
     p.wait(timeout=WALL_S)
     assert "Traceback" not in err and "BrokenPipe" not in err
     code = ("import sys, occupancy.cli as c\n"
-            "import occupancy.profiles as p\n"
+            "import occupancy.inputs.profiles as p\n"
             "def boom(*a, **k): raise KeyboardInterrupt\n"
             "p.load_device = boom\n"
             "sys.argv = ['occupancy', 'calc', '-d', 'v100', '-t', '256']\nc.main()\n")

@@ -31,5 +31,5 @@ def test_calc_path_is_light() -> None:
 
 
 def test_core_imports_neither_click_nor_rich() -> None:
-    mods = _modules_after("import occupancy, occupancy.solver, occupancy.profiles")
+    mods = _modules_after("import occupancy, occupancy.core.solver, occupancy.inputs.profiles")
     assert "click" not in mods and "rich" not in mods and "cupy" not in mods

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from occupancy.build.resources import KernelResources
 from occupancy.cli import main
-from occupancy.resources import KernelResources
 
 GOLDEN = Path(__file__).parent / "golden" / "json"
 MANIFEST = """devices: [v100, h200, nosuchgpu]
@@ -67,7 +67,7 @@ def test_check_formats(tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
 def test_tile_json_with_a_fake_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
     """The shipped families' JSON, every field, with registers from a fake resolver (the
     compiler's own numbers are tested elsewhere; this pins the model and the output)."""
-    import occupancy.advisor as advisor
+    import occupancy.tune.advisor as advisor
 
     def fake(src: Any, dev: Any, defines: Any = None) -> dict[str, KernelResources]:
         names = ["matmul_naive", "matmul_tiled", "matmul_regblock", "transpose_naive",
@@ -96,7 +96,7 @@ def test_plot_json() -> None:
 def test_tune_and_resources_json() -> None:
     """Registers come from nvcc 13.0 for sm_90 (the CI machine's), so these pin the real
     compiler's numbers too."""
-    from occupancy.toolchain import nvcc_path, tool_version
+    from occupancy.build.toolchain import nvcc_path, tool_version
 
     nvcc = nvcc_path()
     if nvcc is None or tool_version(nvcc) != "13.0":

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from occupancy import load_device
 from occupancy.cli import main
-from occupancy.sweeps import Config, sweeps
+from occupancy.core.whatif import Config, sweeps
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden"
@@ -158,7 +158,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
 def test_chart_axes_and_labels_read_cleanly(tmp_path: Path) -> None:
     """Ticks at round values (KB for bytes), the current point's label clear of the band
     labels, a narrow band still named (its letter), and the text chart's marks in the legend."""
-    from occupancy.charts import LEGEND, ticks
+    from occupancy.output.charts import LEGEND, ticks
 
     assert ticks(528, 83456, "shared memory per block (bytes)") == [
         (16384.0, "16 KB"), (32768.0, "32 KB"), (49152.0, "48 KB"), (65536.0, "64 KB"),

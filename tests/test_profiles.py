@@ -15,7 +15,7 @@ from occupancy import (
     load_device,
     load_profile,
 )
-from occupancy.profiles import SCHEMA, all_devices, shipped_dir, to_yaml
+from occupancy.inputs.profiles import SCHEMA, all_devices, shipped_dir, to_yaml
 
 from .test_differential import props_for
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from occupancy import Device, cliffs, solve
 from occupancy.cli import main
-from occupancy.profiles import all_devices
+from occupancy.inputs.profiles import all_devices
 
 DEVICES = all_devices()
 devices = st.sampled_from(DEVICES)

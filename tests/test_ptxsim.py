@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from occupancy.banks import bank_conflicts
-from occupancy.binaries import _load_batches
-from occupancy.ptxsim import ARRAY_STRIDE, MAX_STEPS, PtxError, block_sample, parse_kernel, run_warp
-from occupancy.toolchain import build_ptx, make_build, nvcc_path
+from occupancy.build.binaries import _load_batches
+from occupancy.build.toolchain import build_ptx, make_build, nvcc_path
+from occupancy.core.banks import bank_conflicts
+from occupancy.tune.ptxsim import ARRAY_STRIDE, MAX_STEPS, PtxError, block_sample, parse_kernel, run_warp
 
 ROOT = Path(__file__).resolve().parent.parent
 A, B, C = (ARRAY_STRIDE * i for i in (1, 2, 3))

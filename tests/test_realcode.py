@@ -12,10 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from occupancy import load_device
-from occupancy.check import evaluate, load_manifest
-from occupancy.cli import main
-from occupancy.solver import solve
-from occupancy.toolchain import (
+from occupancy.build.toolchain import (
     Build,
     CheckResolver,
     _nvrtc_ptx,
@@ -25,6 +22,9 @@ from occupancy.toolchain import (
     read_binary,
     resources_for_device,
 )
+from occupancy.cli import main
+from occupancy.core.solver import solve
+from occupancy.gate.check import evaluate, load_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "tests" / "fixtures" / "project"
@@ -249,7 +249,7 @@ def test_multi_arch_ptxas_log_is_read_per_arch(tmp_path: Path) -> None:
 
 def test_binaries_per_arch_sass_jit_and_errors(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
-    from occupancy.toolchain import cuobjdump_path
+    from occupancy.build.toolchain import cuobjdump_path
 
     _need(cuobjdump_path(), "cuobjdump (the compiler extra)")
     src = str(PROJECT / "src" / "kernels.cu")

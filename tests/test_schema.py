@@ -47,7 +47,7 @@ def test_check_and_multi_device_outputs(tmp_path: Path) -> None:
 
 
 def test_tune_and_resources_outputs() -> None:
-    from occupancy.toolchain import nvcc_path
+    from occupancy.build.toolchain import nvcc_path
 
     if nvcc_path() is None:
         pytest.skip("nvcc not found")
@@ -86,9 +86,9 @@ def test_measure_builders_and_pass_rules() -> None:
     """serialize builds the records gpu.py returns: the same shape as the committed ones,
     the rate by family, and the pass rule (verified and occupancy equal to the driver's)."""
     from occupancy import load_device
-    from occupancy.advisor import _resources, candidate_occupancy
-    from occupancy.serialize import measure_failures, measure_result, timing
-    from occupancy.tiling import candidates
+    from occupancy.output.serialize import measure_failures, measure_result, timing
+    from occupancy.tune.advisor import _resources, candidate_occupancy
+    from occupancy.tune.shipped import candidates
 
     dev = load_device("h200")
     c = candidates("transpose")[0]
@@ -112,7 +112,7 @@ def test_measure_builders_and_pass_rules() -> None:
     assert measure_failures(rec) == []  # type: ignore[arg-type]
     assert r["percent_of_ceiling"] == 0.0 and r["predicted_ms"] is None
     # a prediction and a matmul's work: the error and the rate follow from them
-    from occupancy.model import Prediction
+    from occupancy.tune.model import Prediction
 
     pred = Prediction(2.0, "lsu", {}, 1.0, 1.0, 0.0, 0.0, 0.0)
     m = measure_result(c, 4096, (256, 256), res, occ, pred, driver, True, {}, t,
@@ -132,9 +132,9 @@ def test_tuning_record_builders() -> None:
     """The tuning record gpu.measure_tuning returns, built from a real ranking with made-up
     timings: the schema's shape, the fastest among verified points only, the pass rule."""
     from occupancy import load_device
-    from occupancy.serialize import timing, tuning_failures, tuning_record, tuning_result
-    from occupancy.toolchain import nvcc_path
-    from occupancy.tuning import load_tuning, points, rank
+    from occupancy.build.toolchain import nvcc_path
+    from occupancy.output.serialize import timing, tuning_failures, tuning_record, tuning_result
+    from occupancy.tune.spaces import load_tuning, points, rank
 
     if nvcc_path() is None:
         pytest.skip("nvcc not found")
@@ -163,7 +163,7 @@ def test_tuning_record_builders() -> None:
     # a point without a prediction has no error
     from dataclasses import replace
 
-    from occupancy.tuning import TuneReport
+    from occupancy.tune.spaces import TuneReport
 
     gone = replace(ranked[2], reasons=("spills 8 B / 8 B per thread",))
     rep2 = TuneReport(rep.spec, rep.device, (ranked[0], gone), 0)

@@ -9,9 +9,9 @@ import dataclasses
 import pytest
 
 from occupancy import load_device, solve
-from occupancy.clusters import cluster_occupancy, cluster_size_problems, max_cluster_size
-from occupancy.errors import OccupancyError
-from occupancy.solver import available_dynamic_smem, best_block_size, cliffs
+from occupancy.core.clusters import cluster_occupancy, cluster_size_problems, max_cluster_size
+from occupancy.core.errors import OccupancyError
+from occupancy.core.solver import available_dynamic_smem, best_block_size, cliffs
 
 
 def _brute_cliffs(dev, r):  # type: ignore[no-untyped-def]

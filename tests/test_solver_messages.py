@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from occupancy import load_device
-from occupancy.errors import OccupancyError
-from occupancy.solver import solve
+from occupancy.core.errors import OccupancyError
+from occupancy.core.solver import solve
 
 H200, V100, GTX1080 = load_device("h200"), load_device("v100"), load_device("gtx1080")
 OPT_IN_NOTE = ("needs cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, "

@@ -9,13 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 from occupancy import load_device
-from occupancy.advisor import analyze
-from occupancy.banks import bank_conflicts, tile_addresses
 from occupancy.cli import main
-from occupancy.model import LAUNCH_OVERHEAD_MS, block_launch_seconds, l1_for_loads, loads_in_flight
-from occupancy.profiles import all_devices
-from occupancy.serialize import tile_dict
-from occupancy.solver import solve
+from occupancy.core.banks import bank_conflicts, tile_addresses
+from occupancy.core.solver import solve
+from occupancy.inputs.profiles import all_devices
+from occupancy.output.serialize import tile_dict
+from occupancy.tune.advisor import analyze
+from occupancy.tune.model import LAUNCH_OVERHEAD_MS, block_launch_seconds, l1_for_loads, loads_in_flight
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,7 +74,7 @@ def test_every_profile_without_a_gpu(dev: str, kernel: str) -> None:
 
 
 def test_estimates_are_marked_without_a_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
-    import occupancy.toolchain as tc
+    import occupancy.build.toolchain as tc
 
     monkeypatch.setattr(tc, "compiler_for", lambda arch: None)
     report = analyze(load_device("v100"), "matmul", 2048)
@@ -139,8 +139,8 @@ def test_warp_path_floor() -> None:
     round trips, at the DRAM latency once per round of blocks, after the SM started the
     round's blocks (157 clocks each). llm.c's layernorm 3 at 8 x 1024 x 768, 64 threads:
     120 loads, 4 at a time, 4,096 blocks over 132 SMs of 32."""
-    from occupancy.model import DRAM_LATENCY_CLOCKS, _warp_path
-    from occupancy.ptxsim import FIELDS, Traffic
+    from occupancy.tune.model import DRAM_LATENCY_CLOCKS, _warp_path
+    from occupancy.tune.ptxsim import FIELDS, Traffic
 
     h200 = load_device("h200")
     occ = solve(h200, 64, 23)

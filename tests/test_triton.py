@@ -21,9 +21,9 @@ from occupancy.build.triton import (
     programs_per_sm,
     specialize_value,
 )
-from occupancy.errors import OccupancyError
-from occupancy.profiles import load_device
-from occupancy.solver import solve
+from occupancy.core.errors import OccupancyError
+from occupancy.core.solver import solve
+from occupancy.inputs.profiles import load_device
 from occupancy.tune.triton_prune import (
     ConfigFileError,
     build_table,
@@ -226,8 +226,8 @@ def test_cubin_registers_are_ptxas_own(tmp_path) -> None:
     from triton.backends.nvidia.compiler import get_ptxas
     from triton.compiler import ASTSource
 
+    from occupancy.build.resources import parse_ptxas_log
     from occupancy.build.triton import from_compiled, specialize_call
-    from occupancy.resources import parse_ptxas_log
 
     fn = _example("matmul.py:matmul_kernel")
     meta = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}

@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from occupancy import load_device
+from occupancy.build.toolchain import nvcc_path, nvrtc_compiler
 from occupancy.cli import main
-from occupancy.errors import OccupancyError
-from occupancy.expr import ExprError, parse
-from occupancy.toolchain import nvcc_path, nvrtc_compiler
-from occupancy.tuning import load_tuning, points, rank
+from occupancy.core.errors import OccupancyError
+from occupancy.inputs.expr import ExprError, parse
+from occupancy.tune.spaces import load_tuning, points, rank
 
 ROOT = Path(__file__).resolve().parent.parent
 SGEMM = ROOT / "examples" / "sgemm" / "tune.yaml"
@@ -58,7 +58,7 @@ def test_sgemm_space_registers_equal_ptxas(tmp_path: Path) -> None:
             c = nvrtc_compiler()
             if c is None:
                 pytest.skip("NVRTC 12.9 not installed (the compiler extra)")
-            from occupancy.toolchain import _nvrtc_ptx, make_build
+            from occupancy.build.toolchain import _nvrtc_ptx, make_build
 
             b = make_build(inst, arch)
             ptx, _ = _nvrtc_ptx(c, b, inst.read_text())

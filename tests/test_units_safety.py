@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from occupancy.errors import OccupancyError
-from occupancy.formats import _gh_escape
-from occupancy.names import match_kernel, normalize, qualified_name
-from occupancy.safety import (
+from occupancy.build.names import match_kernel, normalize, qualified_name
+from occupancy.core.errors import OccupancyError
+from occupancy.gate.ci_formats import _gh_escape
+from occupancy.inputs.safety import (
     check_define_name,
     check_flag_token,
     check_output,
@@ -25,7 +25,7 @@ from occupancy.safety import (
     write_atomically,
     xml_text,
 )
-from occupancy.units import parse_block, parse_bytes
+from occupancy.inputs.units import parse_block, parse_bytes
 
 
 @pytest.mark.parametrize(("text", "want"), [
@@ -168,9 +168,9 @@ def test_rough_edges() -> None:
 
     from occupancy import load_device
     from occupancy.cli import main
-    from occupancy.render import cliff_lines
-    from occupancy.solver import cliffs, solve
-    from occupancy.tiling import candidates, counts
+    from occupancy.core.solver import cliffs, solve
+    from occupancy.output.terminal import cliff_lines
+    from occupancy.tune.shipped import candidates, counts
 
     r = CliRunner().invoke(main, ["banks", "--words", "1,2", "-e", "8"])
     assert r.exit_code == 2 and "multiple of 2 words" in r.stderr
@@ -199,7 +199,7 @@ def test_check_takes_json_like_every_command(tmp_path: Path) -> None:
 
 
 def test_candidates_know_their_own_facts() -> None:
-    from occupancy.tiling import candidates
+    from occupancy.tune.shipped import candidates
 
     by = {c.label: c for k in ("matmul", "transpose") for c in candidates(k)}
     assert by["tiled 16"].static_shared_memory == 2 * 16 * 16 * 4

@@ -1,1 +1,1 @@
-"""Build layer: compilers, the compile cache, binaries and the resources they give."""
+"""build: see the package layout in docs/layout.md."""

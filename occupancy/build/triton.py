@@ -34,12 +34,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..device import Device
-from ..errors import OccupancyError
-from ..resources import CompilerUnavailable, KernelResources
-from ..solver import OccupancyResult, solve
-from .triton_spec import IntArg, Pointer, Specialization, canonical_dtype, specialize_call, specialize_value
-from .workers import run_jobs
+from occupancy.build.resources import CompilerUnavailable, KernelResources
+from occupancy.build.triton_spec import (
+    IntArg,
+    Pointer,
+    Specialization,
+    canonical_dtype,
+    specialize_call,
+    specialize_value,
+)
+from occupancy.build.workers import run_jobs
+from occupancy.core.device import Device
+from occupancy.core.errors import OccupancyError
+from occupancy.core.solver import OccupancyResult, solve
 
 __all__ = ["CompileStats", "IntArg", "KernelRef", "Pointer", "Specialization", "TritonConfig",
            "TritonKernel", "canonical_dtype", "compile_configs", "from_compiled", "occupancy",
@@ -258,7 +265,7 @@ def _cc_text(cc: str | int) -> str:
 def from_compiled(k: Any, cc: str | int, config: TritonConfig | None = None,
                   seconds: float = 0.0) -> TritonKernel:
     """A TritonKernel from triton.compile's CompiledKernel (or a launched kernel)."""
-    from ..binaries import parse_cubin, static_shared_from_cubin
+    from occupancy.build.binaries import parse_cubin, static_shared_from_cubin
 
     md = k.metadata
     cub = parse_cubin(k.asm["cubin"])

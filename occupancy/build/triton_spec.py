@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import OccupancyError
+from occupancy.core.errors import OccupancyError
 
 # str(dtype).split(".")[-1] -> Triton's name (triton/_utils.py type_canonicalisation_dict)
 _DTYPES = {

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import OccupancyError
+from occupancy.core.errors import OccupancyError
 
 
 def run_jobs(func: str, jobs_list: list[Any], jobs: int | None = None) -> list[Any]:

@@ -1,1 +1,1 @@
-"""Tune layer: candidates, the model, ranking and measurement."""
+"""tune: see the package layout in docs/layout.md."""

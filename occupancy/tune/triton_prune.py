@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import FileError, OccupancyError
+from occupancy.core.errors import FileError, OccupancyError
 
 TABLE_FORMAT = "occupancy.triton-table/1"
 CONFIG_CAP = 4 * 1024 * 1024
@@ -85,7 +85,7 @@ def parse_config_file(text: str, path: str) -> dict[int, dict[str, int]]:
 
 def read_config_file(path: str | os.PathLike[str]) -> dict[int, dict[str, int]]:
     """A vLLM / SGLang fused-MoE config file: {M: {"BLOCK_SIZE_M": .., "num_warps": ..}}."""
-    from ..files import display, read_text
+    from occupancy.inputs.files import display, read_text
 
     text = read_text(path, ConfigFileError, CONFIG_CAP, f"{display(path)} (a JSON config file)",
                      "config file")
@@ -107,7 +107,7 @@ def write_config_file(path: str | os.PathLike[str], configs: Mapping[int, Mappin
 def device_row(kernels: Sequence[Any], dev: Any, sizes: Sequence[int],
                predict: Callable[[Any, Any, int], float]) -> dict[str, Any]:
     """One device's part of the table from its compiled configs (TritonKernel)."""
-    from ..build.triton import occupancy, out_of_resources
+    from occupancy.build.triton import occupancy, out_of_resources
 
     configs: dict[str, Any] = {}
     fitting = []

@@ -16,8 +16,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..build.triton import TritonKernel, occupancy
-from ..device import Device
+from occupancy.build.triton import TritonKernel, occupancy
+from occupancy.core.device import Device
 
 # Dense FP16 tensor-core FLOPs per FP32 FLOP of the profile's rate, by compute capability
 # (A100 312/19.5, H100 SXM 989/67, B200 2250/80; the GeForce / L-series parts with FP32

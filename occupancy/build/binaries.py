@@ -1,0 +1,341 @@
+"""Pure readers of compiled CUDA: cubin ELF attributes, PTX entry directives, fatbin sniffing.
+
+A cubin keeps what the driver reads at launch in `.nv.info` sections (EIATTR records):
+registers, stack frame, barriers and the launch bound (`__launch_bounds__` becomes
+EIATTR_MAX_THREADS). Static shared memory is the size of `.nv.shared.<kernel>`; on sm_90
+and newer that size already includes the 1 KB the driver reserves per block.
+Standard library only; every offset read from a file is bounds-checked (the file may be
+hostile), and a malformed file is an OccupancyError, never a crash.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+
+from occupancy.core.errors import OccupancyError
+
+ELF_MAGIC = b"\x7fELF"
+FATBIN_MAGIC = struct.pack("<I", 0xBA55ED50)
+
+# EIATTR codes, as cuobjdump -elf names them (checked against nvcc 13 cubins).
+EIATTR_MAX_THREADS = 0x05
+EIATTR_FRAME_SIZE = 0x11
+EIATTR_MIN_STACK_SIZE = 0x12
+EIATTR_REQNTID = 0x10
+EIATTR_MAXREG_COUNT = 0x1B
+EIATTR_REGCOUNT = 0x2F
+EIATTR_NUM_BARRIERS = 0x4C
+EIATTR_CTA_PER_CLUSTER = 0x3D  # __cluster_dims__(x, y, z), sm_90+
+EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
+
+_SHT_SYMTAB, _SHT_NOBITS = 2, 8
+
+
+@dataclass(frozen=True)
+class CubinKernel:
+    """One kernel's attributes as the cubin records them."""
+
+    name: str  # mangled
+    registers: int
+    stack_frame_bytes: int
+    shared_bytes: int  # .nv.shared.<name> size as stored (sm_90+: includes the reserved 1 KB)
+    barriers: int
+    max_threads: int | None  # __launch_bounds__ max threads (x*y*z), None if unbounded
+    cluster_dims: tuple[int, int, int] | None = None  # __cluster_dims__, None if not fixed
+
+
+@dataclass(frozen=True)
+class Cubin:
+    arch: str  # "sm_80"
+    kernels: dict[str, CubinKernel]
+
+
+def _u(fmt: str, data: bytes, off: int) -> tuple[int, ...]:
+    if off < 0 or off + struct.calcsize(fmt) > len(data):
+        raise OccupancyError("truncated ELF")
+    return struct.unpack_from(fmt, data, off)
+
+
+def cubin_arch(data: bytes) -> str:
+    """sm_XX from a CUDA ELF header's e_flags (layout differs before and after ABI 8)."""
+    flags = _u("<I", data, 0x30)[0]
+    abi = data[8] if len(data) > 8 else 0
+    sm = (flags >> 8) & 0xFF if abi >= 8 else flags & 0xFF
+    if not 10 <= sm <= 255:
+        raise OccupancyError(f"unrecognised CUDA ELF (e_flags {flags:#x})")
+    return f"sm_{sm}"
+
+
+def _records(blob: bytes) -> list[tuple[int, bytes]]:
+    """(attribute, value bytes) of an .nv.info section."""
+    out, i = [], 0
+    while i + 4 <= len(blob):
+        fmt, attr = blob[i], blob[i + 1]
+        if fmt == EIFMT_SVAL:
+            size = struct.unpack_from("<H", blob, i + 2)[0]
+            out.append((attr, blob[i + 4:i + 4 + size]))
+            i += 4 + size
+        elif fmt in (EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL):
+            out.append((attr, blob[i + 2:i + 4]))
+            i += 4
+        else:
+            break  # unknown format: stop rather than misread
+    return out
+
+
+def parse_cubin(data: bytes) -> Cubin:
+    """Every kernel of a cubin (ELF64, little-endian) with its resources."""
+    if data[:4] != ELF_MAGIC or len(data) < 64 or data[4] != 2 or data[5] != 1:
+        raise OccupancyError("not a 64-bit little-endian ELF (a cubin)")
+    arch = cubin_arch(data)
+    shoff = _u("<Q", data, 0x28)[0]
+    shentsize, shnum, shstrndx = _u("<HHH", data, 0x3A)
+    if shentsize < 64 or shnum > 65535 or shstrndx >= max(shnum, 1):
+        raise OccupancyError("malformed ELF section table")
+    sections = []
+    for i in range(shnum):
+        name, typ, _flags, _addr, off, size, link, info, _align, entsize = _u(
+            "<IIQQQQIIQQ", data, shoff + i * shentsize)
+        sections.append((name, typ, off, size, link, info, entsize))
+    str_off, str_size = sections[shstrndx][2], sections[shstrndx][3]
+
+    def section_name(off: int) -> str:
+        start = str_off + off
+        end = data.find(b"\0", start, str_off + str_size)
+        if start >= len(data) or end < 0:
+            raise OccupancyError("malformed ELF section names")
+        return data[start:end].decode("utf-8", errors="replace")
+
+    def body(sec: tuple[int, ...]) -> bytes:
+        _, typ, off, size = sec[0], sec[1], sec[2], sec[3]
+        if typ == _SHT_NOBITS:
+            return b""
+        if off + size > len(data):
+            raise OccupancyError("truncated ELF section")
+        return data[off:off + size]
+
+    named = [(section_name(s[0]), s) for s in sections]
+    # Symbol index -> name, for the per-function records in the global .nv.info.
+    symbols: dict[int, str] = {}
+    for _, sec in named:
+        if sec[1] == _SHT_SYMTAB and sec[6] >= 24:
+            strtab = sections[sec[4]] if sec[4] < len(sections) else None
+            if strtab is None:
+                continue
+            sym_str = body(strtab)
+            blob = body(sec)
+            for idx in range(len(blob) // 24):
+                st_name = struct.unpack_from("<I", blob, idx * 24)[0]
+                end = sym_str.find(b"\0", st_name)
+                if 0 <= st_name < len(sym_str) and end >= 0:
+                    symbols[idx] = sym_str[st_name:end].decode("utf-8", errors="replace")
+    regs: dict[str, int] = {}
+    frames: dict[str, int] = {}
+    per_fn: dict[str, list[tuple[int, bytes]]] = {}
+    shared: dict[str, int] = {}
+    for sec_name, sec in named:
+        if sec_name == ".nv.info":
+            for attr, val in _records(body(sec)):
+                if attr in (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE) and len(val) >= 8:
+                    sym, value = struct.unpack_from("<II", val)
+                    fn = symbols.get(sym)
+                    if fn is not None:
+                        (regs if attr == EIATTR_REGCOUNT else frames)[fn] = value
+        elif sec_name.startswith(".nv.info."):
+            per_fn[sec_name[len(".nv.info."):]] = _records(body(sec))
+        elif sec_name.startswith(".nv.shared.") and not sec_name.startswith(".nv.shared.reserved"):
+            shared[sec_name[len(".nv.shared."):]] = sec[3]
+    kernels: dict[str, CubinKernel] = {}
+    for fn, records in per_fn.items():
+        barriers, max_threads = 0, None
+        cluster: tuple[int, int, int] | None = None
+        for attr, val in records:
+            if attr == EIATTR_CTA_PER_CLUSTER and len(val) >= 12:
+                cx, cy, cz = struct.unpack_from("<III", val)
+                cluster = (cx, cy, cz)
+            if attr == EIATTR_NUM_BARRIERS and val:
+                barriers = val[0]
+            elif attr in (EIATTR_MAX_THREADS, EIATTR_REQNTID) and len(val) >= 12:
+                x, y, z = struct.unpack_from("<III", val)
+                threads = max(x, 1) * max(y, 1) * max(z, 1)
+                max_threads = threads if max_threads is None else min(max_threads, threads)
+        if fn not in regs:
+            continue  # a device function's info, not a kernel's
+        kernels[fn] = CubinKernel(fn, regs[fn], frames.get(fn, 0), shared.get(fn, 0), barriers,
+                                  max_threads, cluster)
+    return Cubin(arch, kernels)
+
+
+def static_shared_from_cubin(k: CubinKernel, arch: str, reserved: int) -> int:
+    """Static smem the kernel declares: sm_90+ cubins include the driver's reserved bytes."""
+    major = int(arch[3:]) // 10
+    return max(k.shared_bytes - reserved, 0) if major >= 9 and k.shared_bytes else k.shared_bytes
+
+
+# --- PTX -------------------------------------------------------------------------------------
+
+_PTX_ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(")
+_PTX_TARGET = re.compile(r"^\s*\.target\s+(sm_\d+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class PtxEntry:
+    name: str
+    max_threads: int | None  # .maxntid / .reqntid
+    min_blocks: int | None  # .minnctapersm
+
+
+def ptx_target(ptx: str) -> str | None:
+    m = _PTX_TARGET.search(ptx)
+    return m.group(1) if m else None
+
+
+def ptx_entries(ptx: str) -> dict[str, PtxEntry]:
+    """Every .entry with its performance directives, scanned linearly (no backtracking)."""
+    out: dict[str, PtxEntry] = {}
+    for m in _PTX_ENTRY.finditer(ptx):
+        # Directives sit between the parameter list's ')' and the body's '{'.
+        close = ptx.find(")", m.end())
+        brace = ptx.find("{", close) if close >= 0 else -1
+        head = ptx[close + 1:brace] if brace >= 0 else ""
+        threads = None
+        for d in re.finditer(r"\.(?:maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?",
+                             head):
+            t = int(d.group(1)) * int(d.group(2) or 1) * int(d.group(3) or 1)
+            threads = t if threads is None else min(threads, t)
+        mb = re.search(r"\.minnctapersm\s+(\d+)", head)
+        out[m.group(1)] = PtxEntry(m.group(1), threads, int(mb.group(1)) if mb else None)
+    return out
+
+
+def kind_of(data: bytes) -> str:
+    """'cubin', 'fatbin', 'host' (an executable or library that may embed fatbins), or 'ptx'."""
+    if data[:4] == ELF_MAGIC:
+        if len(data) > 7 and data[7] in (0x33, 0x41):  # CUDA's ELF OS/ABI bytes
+            return "cubin"
+        return "host"
+    if data[:4] == FATBIN_MAGIC:
+        return "fatbin"
+    head = data[:4096].decode("utf-8", errors="replace")
+    if ".version" in head and ".target" in head:
+        return "ptx"
+    return "unknown"
+
+
+# --- SASS: the instruction mix of a kernel's hottest loop ------------------------------------
+
+_SASS_FUNC = re.compile(r"^\.text\.(\S+):\s*$")
+_SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
+_SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
+                        r"(?:.*?`\((\.L_x_\d+)\))?")
+MIX_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg", "bar",
+            "loop", "ldg_batches", "ldg_cover")
+_REG = re.compile(r"\bR(\d+)\b")
+
+
+def _width(suffix: str | None) -> int:
+    """Wavefronts of one warp-wide shared access by its width (.64: 2, .128: 4)."""
+    if suffix and ".128" in suffix:
+        return 4
+    if suffix and ".64" in suffix:
+        return 2
+    return 1
+
+
+def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Per function of `nvdisasm` output: the static instruction mix of its hottest loop
+    (the backward-branch body with the most FFMAs, else the most instructions), or of the
+    whole function when it has no loop. Static counts of an unrolled loop body stand in for
+    the dynamic mix: the loop is where the time goes."""
+    funcs: dict[str, list[tuple[int, str, str | None, str | None, str]]] = {}
+    labels: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    pending: list[str] = []
+    for line in sass.splitlines():
+        m = _SASS_FUNC.match(line.strip())
+        if m:
+            current = m.group(1)
+            funcs[current], labels[current], pending = [], {}, []
+            continue
+        if current is None:
+            continue
+        m = _SASS_LABEL.match(line.strip())
+        if m:
+            pending.append(m.group(1))
+            continue
+        m = _SASS_INSN.match(line)
+        if m:
+            addr = int(m.group(1), 16)
+            for lab in pending:
+                labels[current][lab] = addr
+            pending = []
+            funcs[current].append((addr, m.group(2), m.group(3), m.group(4),
+                                   line[m.end(3) if m.group(3) else m.end(2):]))
+    out = {}
+    for fn, insns in funcs.items():
+        loops = []
+        for addr, op, _, target, _ in insns:
+            if op == "BRA" and target in labels[fn] and labels[fn][target] < addr:
+                body = [i for i in insns if labels[fn][target] <= i[0] <= addr]
+                loops.append(body)
+        body = max(loops, key=lambda b: (sum(i[1] == "FFMA" for i in b), len(b))) if loops else \
+            [i for i in insns if i[1] not in ("NOP", "BRA", "EXIT")]
+        mix = dict.fromkeys(MIX_KEYS, 0)
+        mix["loop"] = int(bool(loops))
+        mix["ldg_batches"], mix["ldg_cover"] = _load_batches(body)
+        for _, op, suffix, _, _ in body:
+            mix["total"] += 1
+            if op == "FFMA":
+                mix["ffma"] += 1
+                mix["fp32"] += 1
+            elif op in ("FADD", "FMUL"):
+                mix["fp32"] += 1
+            elif op in ("LDS", "LDSM"):
+                mix["lds_wavefronts"] += _width(suffix)
+            elif op == "STS":
+                mix["sts_wavefronts"] += _width(suffix)
+            elif op in ("LDG", "LD"):
+                mix["ldg"] += 1
+            elif op in ("STG", "ST"):
+                mix["stg"] += 1
+            elif op == "BAR":
+                mix["bar"] += 1
+        out[fn] = tuple(mix.items())
+    return out
+
+
+def _operands(rest: str, op: str) -> tuple[list[int], list[int]]:
+    """(registers written, registers read) of one SASS instruction's operand text."""
+    operands = rest.split(";")[0]
+    regs = [int(r) for r in _REG.findall(operands)]
+    if not op.startswith(("ST", "RED", "BAR", "BRA")) and regs and operands.strip().startswith("R"):
+        return regs[:1], regs[1:]
+    return [], regs
+
+
+def _load_batches(body: list[tuple[int, str, str | None, str | None, str]]) -> tuple[int, int]:
+    """How a warp running this code waits for its global loads: it issues loads until an
+    instruction reads a register one of them writes, then stalls for the data (a tile load
+    that the compiler keeps to 6 registers at a time waits 6 loads at a time). Returns the
+    number of such waits and the fewest instructions between a load and its first use (in
+    a loop, counted around the back edge: a load prefetched for the next iteration is
+    covered by the whole body)."""
+    pending: set[int] = set()
+    batches = 0
+    decoded = [(op, suffix, *_operands(rest, op)) for _, op, suffix, _, rest in body]
+    cover = len(body)
+    for i, (op, suffix, writes, reads) in enumerate(decoded):
+        if pending and pending.intersection(reads):
+            batches += 1
+            pending.clear()
+        if op in ("LDG", "LD") and writes:
+            width = 4 if suffix and ".128" in suffix else 2 if suffix and ".64" in suffix else 1
+            dest = set(range(writes[0], writes[0] + width))
+            pending.update(dest)
+            for d in range(1, len(body)):
+                if dest.intersection(decoded[(i + d) % len(body)][3]):
+                    cover = min(cover, d)
+                    break
+    return batches + (1 if pending else 0), cover

@@ -1,0 +1,131 @@
+"""A kernel's resources (registers, smem, stack, spills, barriers, launch bound), and the
+pure parsers that read them from ptxas logs. Compilers live in toolchain.py, binary
+formats in binaries.py; nothing here runs a program.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from occupancy.core.errors import OccupancyError
+
+
+class CompilerUnavailable(OccupancyError):
+    """No compiler for this architecture: callers estimate, or report the hint."""
+
+
+class CompileError(OccupancyError):
+    """The source did not compile: the message carries the compiler's first errors."""
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What the compiler assigned one kernel on one architecture."""
+
+    function: str  # the mangled name (the symbol the driver loads)
+    registers_per_thread: int
+    static_shared_memory: int
+    barriers: int
+    stack_frame_bytes: int
+    spill_stores_bytes: int
+    spill_loads_bytes: int
+    max_threads_per_block: int | None  # __launch_bounds__ max threads, None if unbounded
+    source: str  # "nvcc 13.0 sm_90", "ptxas log build.log sm_61", "cubin k.cubin sm_80", ...
+    min_blocks_per_sm: int | None = None  # __launch_bounds__' second argument, if known
+    demangled: str = ""
+    # True where only the stack frame is known (a binary): local arrays and spills both
+    # live there, so a non-zero frame may be spills.
+    spills_unknown: bool = False
+    cluster_dims: tuple[int, int, int] | None = None  # __cluster_dims__ from the binary
+    # Static instruction mix of the hottest loop in the SASS (binaries.sass_loop_mix):
+    # (("total", n), ("ffma", n), ...); None where no disassembler was at hand.
+    loop_mix: tuple[tuple[str, int], ...] | None = None
+
+    @property
+    def spills(self) -> bool:
+        return self.spill_stores_bytes > 0 or self.spill_loads_bytes > 0
+
+    @property
+    def spill_bytes(self) -> int:
+        """Spill traffic per thread; where only the frame is known, the frame."""
+        if self.spills_unknown:
+            return self.stack_frame_bytes
+        return self.spill_stores_bytes + self.spill_loads_bytes
+
+    @property
+    def estimated(self) -> bool:
+        return self.source.startswith("estimate")
+
+    def with_source(self, source: str) -> KernelResources:
+        return replace(self, source=source)
+
+
+# --- ptxas logs ------------------------------------------------------------------------------
+
+_ENTRY = re.compile(r"Compiling entry function '([^'\s]+)' for '(sm_\w+)'")
+_PROPS = re.compile(r"Function properties for '?([^'\s]+)'?")
+_USED = re.compile(r"Used (\d{1,6}) registers(.*)")
+_SPILL = re.compile(r"(\d{1,12}) bytes stack frame, (\d{1,12}) bytes spill stores, "
+                    r"(\d{1,12}) bytes spill loads")
+_SMEM = re.compile(r"(\d{1,12}) bytes smem")
+_BARS = re.compile(r"used (\d{1,6}) barriers")
+_COMPILING_ARCH = re.compile(r"for '(sm_\w+)'")
+
+LogSections = dict[str, dict[str, KernelResources]]
+
+
+def parse_ptxas_log(text: str, label: str = "ptxas log") -> LogSections:
+    """Resources per architecture, then per function, from `ptxas -v` output (or
+    `nvcc -Xptxas -v`, several -gencode targets included: each entry line names its arch).
+    A log whose lines name no arch lands under the key ''."""
+    found: dict[tuple[str, str], dict[str, int]] = {}
+    current: tuple[str, str] | None = None
+    arch = ""
+    for line in text.splitlines():
+        m = _ENTRY.search(line)
+        if m:
+            arch = m.group(2)
+            current = (arch, m.group(1))
+            found.setdefault(current, {})
+            continue
+        a = _COMPILING_ARCH.search(line)
+        if a and "Compiling" in line:
+            arch = a.group(1)
+        m = _PROPS.search(line)
+        if m:
+            current = (arch, m.group(1))
+            found.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        m = _SPILL.search(line)
+        if m:
+            found[current].update(stack=int(m.group(1)), stores=int(m.group(2)),
+                                  loads=int(m.group(3)))
+        m = _USED.search(line)
+        if m:
+            rest = m.group(2)
+            smem = _SMEM.search(rest)
+            bars = _BARS.search(rest)
+            found[current].update(regs=int(m.group(1)), smem=int(smem.group(1)) if smem else 0,
+                                  bars=int(bars.group(1)) if bars else 0)
+    sections: LogSections = {}
+    for (arch, name), v in found.items():
+        if "regs" not in v:
+            continue
+        sections.setdefault(arch, {})[name] = KernelResources(
+            name, v["regs"], v.get("smem", 0), v.get("bars", 0), v.get("stack", 0),
+            v.get("stores", 0), v.get("loads", 0), None, f"{label} {arch}".strip())
+    return sections
+
+
+def log_section(sections: LogSections, arch: str, where: str) -> dict[str, KernelResources]:
+    """The section of one architecture; never another arch's numbers."""
+    if arch in sections:
+        return sections[arch]
+    if list(sections) == [""]:
+        return sections[""]  # a log that never says its arch: the user vouches for it
+    have = ", ".join(sorted(a for a in sections if a)) or "none"
+    raise OccupancyError(f"{where} has no section for {arch} (it has: {have}); build with "
+                         f"-gencode arch=compute_{arch[3:]},code={arch} -Xptxas -v")

@@ -1,0 +1,1 @@
+"""core: see the package layout in docs/layout.md."""

@@ -1,0 +1,1 @@
+"""gate: see the package layout in docs/layout.md."""

@@ -1,0 +1,1 @@
+"""gpu: see the package layout in docs/layout.md."""

@@ -1,0 +1,1 @@
+"""inputs: see the package layout in docs/layout.md."""

@@ -1,0 +1,202 @@
+"""What keeps hostile input inert: compiler arguments, output paths, and text in renderers.
+
+Manifests arrive in pull requests and profiles are shared, so nothing read from a file may
+reach a shell or an option slot (nvcc hands -D values and file names to the host
+preprocessor through a shell), land outside the folder it was asked for, or print a
+terminal escape or a CI workflow command.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import unicodedata
+from collections.abc import Iterable
+from pathlib import Path
+
+from occupancy.core.errors import OccupancyError
+
+INT32_MAX = 2**31 - 1  # CUDA's own sizes (block dims, smem, counts) are 32-bit ints
+
+C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What a define value, flag or path may not hold: the characters a shell acts on inside
+# the double quotes nvcc puts around them ($ ` " \\), the ones that end or chain a command
+# (; | & < > newline), quotes, and every control character (NUL included).
+_SHELL = set("$`\"'\\;|&<>!")
+
+
+def _shell_safe(text: str, spaces: bool = True) -> bool:
+    return all(ch not in _SHELL and _printable(ch) and (spaces or not ch.isspace())
+               for ch in text)
+
+
+def check_define_name(name: object, where: str) -> str:
+    if not isinstance(name, str) or not C_IDENTIFIER.fullmatch(name):
+        raise OccupancyError(f"{where}: define name {inert(str(name))} is not a C identifier "
+                             "(letters, digits and _, not starting with a digit)")
+    return name
+
+
+def define_value(value: object, where: str) -> str:
+    """YAML true/false -> 1/0 (`#if True` would silently be 0), numbers and plain strings
+    verbatim; anything else, or a character a shell would act on, is an error."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise OccupancyError(f"{where}: {value} is not a finite number")
+        return repr(value)
+    if isinstance(value, str):
+        if not _shell_safe(value):
+            raise OccupancyError(f"{where}: {inert(value)} holds a character that is not allowed "
+                                 "in a define (quotes, $, `, ;, |, &, <, >, !, \\ or a control "
+                                 "character): use letters, digits, spaces and operators")
+        return value
+    raise OccupancyError(f"{where}: a define value must be true/false, a number or a string, "
+                         f"got {type(value).__name__}")
+
+
+def safe_path(path: str | os.PathLike[str], where: str) -> str:
+    """An absolute path whose characters no shell acts on, so it can never be an option."""
+    text = os.fspath(path)
+    if "\x00" in text:
+        raise OccupancyError(f"{where}: the path contains a NUL byte")
+    absolute = os.path.abspath(text)
+    if not _shell_safe(absolute):
+        raise OccupancyError(f"{where}: {inert(absolute)} has characters a compiler's shell "
+                             "would interpret (quotes, $, `, ;, |, &, <, >, !, \\, control "
+                             "characters): "
+                             "rename or move the file")
+    return absolute
+
+
+def check_flag_token(flag: str, where: str) -> str:
+    if not flag or not _shell_safe(flag, spaces=False):
+        raise OccupancyError(f"{where}: flag {inert(flag)} holds a character that is not allowed "
+                             "(no spaces, quotes, $, `, ;, |, &, <, >, !, \\)")
+    return flag
+
+
+# --- text that is shown ------------------------------------------------------------------
+
+
+def _printable(ch: str) -> bool:
+    cat = unicodedata.category(ch)
+    return not (cat.startswith("C") or cat in ("Zl", "Zp"))
+
+
+def inert(text: str) -> str:
+    """Text as one printable line: a name with a control character, a newline or a lone
+    surrogate is shown the way Python writes it (`'x\\n::error'`), else unchanged."""
+    if all(_printable(ch) for ch in text):
+        return text
+    out = []
+    for ch in text:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif _printable(ch):
+            out.append(ch)
+        else:
+            out.append(ascii(ch)[1:-1])
+    return "'" + "".join(out) + "'"
+
+
+_SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def slug(text: str, limit: int = 64) -> str:
+    """A file-name part from user text: safe characters only, no dots at the ends."""
+    s = _SLUG.sub("-", text).strip(".-")[:limit] or "x"
+    return s
+
+
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """Drop the characters XML 1.0 cannot carry at all (escaping cannot save them)."""
+    return _XML_ILLEGAL.sub("\ufffd", text)
+
+
+# --- outputs -----------------------------------------------------------------------------
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_output(path: str, inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
+    """Where -o may write: a regular file (or a new one) in an existing folder, never one of
+    this run's inputs. Device nodes, FIFOs and folders are refused."""
+    if "\x00" in path:
+        raise OccupancyError("-o: the path contains a NUL byte")
+    target = Path(path)
+    shown = inert(path)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OccupancyError(f"-o {shown}: {exc.strerror}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise OccupancyError(f"-o {shown}: {kind}; give a file path (or - for stdout)")
+    for inp in inputs:
+        if st is not None and _same_file(target, Path(inp)):
+            raise OccupancyError(f"-o {shown}: that is an input of this run "
+                                 f"({inert(os.fspath(inp))}); write the output elsewhere")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise OccupancyError(f"-o {shown}: the directory {inert(str(parent))} does not exist")
+    return target
+
+
+def write_atomically(path: str, text: str, inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """The whole file or nothing (temp file + rename), after check_output's rules."""
+    import tempfile
+
+    target = check_output(path, inputs)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".occupancy-", suffix=".tmp")
+    except OSError as exc:
+        raise OccupancyError(f"-o {inert(path)}: cannot write there: {exc.strerror}") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make reports unreadable to others
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise OccupancyError(f"-o {inert(path)}: cannot write: {exc.strerror or exc}") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def one_line(text: str) -> str:
+    """A message as one line: control characters written as escapes, in place."""
+    if all(_printable(ch) for ch in text):
+        return text
+    return "".join(ch if _printable(ch) else ascii(ch)[1:-1] for ch in text)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}#!|~])")
+
+
+def md(text: str) -> str:
+    """User text for Markdown: one line, HTML escaped, Markdown specials escaped, and no
+    link syntax or bare URL survives (a name can never become a link or a tag)."""
+    from html import escape
+
+    t = escape(one_line(text), quote=False)
+    t = _MD_SPECIAL.sub(r"\\\1", t)
+    return t.replace("://", "&#58;//").replace("www.", "www&#46;")

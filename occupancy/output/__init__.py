@@ -1,0 +1,1 @@
+"""output: see the package layout in docs/layout.md."""

@@ -1,0 +1,462 @@
+"""Results as JSON-ready dicts: the stable field names of every --json output."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from occupancy.core.device import Device
+from occupancy.core.solver import LIMIT_NAMES, Cliff, OccupancyResult
+
+if TYPE_CHECKING:
+    from occupancy.build.resources import KernelResources
+    from occupancy.build.toolchain import ListedKernel
+    from occupancy.core.banks import BankResult
+    from occupancy.core.best import BestAnswer
+    from occupancy.core.clusters import ClusterResult
+    from occupancy.core.whatif import Config, Curve
+    from occupancy.gate.check import Verdict
+    from occupancy.tune.advisor import Analysis, TileReport
+    from occupancy.tune.model import Prediction
+    from occupancy.tune.shipped import Candidate
+    from occupancy.tune.spaces import Ranked, TuneReport
+
+
+def result_dict(dev: Device, r: OccupancyResult, block: tuple[int, ...] | None = None,
+                cliff: tuple[Cliff, Cliff] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "device": dev.key,
+        "device_name": dev.name,
+        "compute_capability": dev.compute_capability,
+        "block": list(block) if block else [r.threads_per_block],
+        "threads_per_block": r.threads_per_block,
+        "registers_per_thread": r.registers_per_thread,
+        "static_shared_memory": r.static_shared_memory,
+        "dynamic_shared_memory": r.dynamic_shared_memory,
+        "carveout": r.carveout,
+        "max_threads_per_block": r.max_threads_per_block,
+        "block_barriers": r.block_barriers,
+        "opt_in": r.opt_in,
+        "warps_per_block": r.warps_per_block,
+        "active_blocks_per_sm": r.active_blocks_per_sm,
+        "active_warps_per_sm": r.active_warps_per_sm,
+        "active_threads_per_sm": r.active_threads_per_sm,
+        "max_warps_per_sm": r.max_warps_per_sm,
+        "occupancy": r.occupancy,
+        "limiters": [n for n in LIMIT_NAMES if n in r.limiters],
+        "block_limits": dict(r.block_limits),
+        "allocated_registers_per_block": r.allocated_registers_per_block,
+        "allocated_shared_memory_per_block": r.allocated_shared_memory_per_block,
+        "shared_memory_per_sm_bytes": r.shared_memory_per_sm_bytes,
+        "requires_opt_in": r.requires_opt_in,
+        "partitioned_global_caching": r.partitioned_global_caching,
+        "launchable": r.launchable,
+        "cannot_launch": list(r.cannot_launch),
+        "notes": list(r.notes),
+        "virtual_resources": r.virtual_resources,
+    }
+    if r.cluster is not None:
+        out.update(cluster_dict(r.cluster))
+    if cliff is not None:
+        out["cliffs"] = {c.resource: cliff_dict(c) for c in cliff}
+    return out
+
+
+def cluster_dict(c: ClusterResult) -> dict[str, Any]:
+    return {"cluster": list(c.cluster), "cluster_size": c.size,
+            "active_clusters": c.active_clusters,
+            "active_clusters_bounds": [c.lower, c.upper],
+            "active_clusters_source": c.source, "cluster_launchable": c.launchable}
+
+
+def cliff_dict(c: Cliff) -> dict[str, Any]:
+    return {"current": c.current, "gain_at": c.gain_at, "gain_blocks": c.gain_blocks,
+            "lose_at": c.lose_at, "lose_blocks": c.lose_blocks}
+
+
+def best_dict(a: BestAnswer) -> dict[str, Any]:
+    dev, best, i = a.device, a.best, a.inputs
+    out = {
+        "device": dev.key,
+        "device_name": dev.name,
+        "inputs": {"registers_per_thread": i.registers_per_thread,
+                   "static_shared_memory": i.static_shared_memory,
+                   "dynamic_shared_memory": i.dynamic_shared_memory,
+                   "dynamic_shared_memory_per_thread": i.dynamic_shared_memory_per_thread,
+                   "carveout": i.carveout, "max_threads_per_block": i.max_threads_per_block,
+                   "block_barriers": i.block_barriers, "opt_in": i.opt_in},
+        "block_size": best.block_size,
+        "min_grid_size": best.min_grid_size,
+        "active_blocks_per_sm": best.result.active_blocks_per_sm,
+        "active_threads_per_sm": best.result.active_threads_per_sm,
+        "occupancy": best.result.occupancy,
+        "limiters": [n for n in LIMIT_NAMES if n in best.result.limiters],
+        "candidates": [{"block_size": b, "active_threads_per_sm": t} for b, t in best.candidates],
+        "available_dynamic_shared_memory": [
+            {"blocks": x.blocks, "bytes": x.bytes, "driver_bytes": x.driver_bytes}
+            for x in a.available
+        ],
+    }
+    if i.min_clusters is not None:
+        out["cluster"] = {"min_active_clusters": i.min_clusters,
+                          "max_cluster_size": a.cluster_size, "source": a.cluster_source}
+    return out
+
+
+def resources_dict(res: KernelResources) -> dict[str, Any]:
+    """A kernel's resources as every JSON output names them."""
+    return {
+        "function": res.demangled or res.function,
+        "mangled": res.function,
+        "registers_per_thread": res.registers_per_thread,
+        "static_shared_memory": res.static_shared_memory,
+        "stack_frame_bytes": res.stack_frame_bytes,
+        "spill_stores_bytes": res.spill_stores_bytes,
+        "spill_loads_bytes": res.spill_loads_bytes,
+        "spill_bytes": res.spill_bytes,
+        "spills_known": not res.spills_unknown,
+        "barriers": res.barriers,
+        "max_threads_per_block": res.max_threads_per_block,
+        "min_blocks_per_sm": res.min_blocks_per_sm,
+        "cluster_dims": list(res.cluster_dims) if res.cluster_dims else None,
+        "resources_source": res.source,
+    }
+
+
+def listed_dict(k: ListedKernel) -> dict[str, Any]:
+    return {"file": k.file, "arch": k.arch, **resources_dict(k.resources)}
+
+
+def tune_dict(rep: TuneReport, kernel_tuner: bool = False, stored: dict[str, Any] | None = None,
+              store_checked: bool = False) -> dict[str, Any]:
+    """`tile MANIFEST --kernel NAME --json`: every point, the pick, the ties, the pruned."""
+    from occupancy.tune.spaces import kernel_tuner_restrictions
+
+    def cand(r: Ranked) -> dict[str, Any]:
+        res, occ, pred, pt = r.resources, r.occupancy, r.prediction, r.point
+        return {
+            "params": dict(pt.params), "function": pt.function,
+            "threads_per_block": pt.threads, "block": list(pt.block), "grid": list(pt.grid),
+            "registers_per_thread": res.registers_per_thread if res else None,
+            "static_shared_memory": res.static_shared_memory if res else None,
+            "dynamic_shared_memory": pt.dynamic_shared_memory,
+            "spill_bytes": res.spill_bytes if res else None,
+            "can_launch": r.can_launch, "pruned": r.pruned, "reasons": list(r.reasons),
+            "active_blocks_per_sm": occ.active_blocks_per_sm if occ else None,
+            "occupancy": occ.occupancy if occ else None,
+            "waves": (-(-pt.grid_blocks // (occ.active_blocks_per_sm * rep.device.sm_count))
+                      if occ and occ.active_blocks_per_sm else None),
+            "predicted_ms": pred.predicted_ms if pred else None,
+            "bound": pred.bound if pred else None,
+            "resources_source": res.source if res else None,
+            # what one warp did on the PTX: shared passes over the conflict-free ones (bank
+            # conflicts), 128-byte lines per global load (coalescing); None: not run
+            "bank_conflict_factor": round(r.traffic.conflict_factor, 3) if r.traffic else None,
+            "lines_per_global_load": round(r.traffic.global_load_lines / r.traffic.global_loads, 3)
+            if r.traffic and r.traffic.global_loads else None,
+        }
+
+    best = rep.recommended
+    out: dict[str, Any] = {
+        "kernel": rep.spec.name, "device": rep.device.key, "problem": dict(rep.spec.problem),
+        "candidates": [cand(r) for r in rep.ranked],
+        "recommended": None if best is None else {"params": dict(best.point.params),
+                                                   "function": best.point.function,
+                                                   "predicted_ms": best.prediction.predicted_ms
+                                                   if best.prediction else None},
+        "tie": [dict(r.point.params) for r in rep.ties],
+        "pruned": sum(r.pruned for r in rep.ranked),
+        "restricted_out": rep.restricted_out,
+        "notes": list(rep.notes),
+    }
+    # The pruned space as another tuner takes it (kernel_tuner's tune_params/restrictions).
+    out["tune_params"] = {k: list(v) for k, v in rep.spec.space.items()}
+    out["restrictions"] = kernel_tuner_restrictions(rep)
+    if stored is not None or store_checked:
+        out["stored"] = stored
+        out["pick"] = ({"params": stored["params"], "source": "measured"} if stored else
+                       {"params": out["recommended"]["params"] if out["recommended"] else None,
+                        "source": "model (not measured on this GPU)"})
+    if kernel_tuner:
+        return {"tune_params": out["tune_params"], "restrictions": out["restrictions"]}
+    return out
+
+
+# --- tile (shipped families), plot curves, banks, devices ---------------------------------------
+
+
+def tile_dict(r: TileReport) -> dict[str, Any]:
+    def one(a: Analysis) -> dict[str, Any]:
+        c, res, occ, k, p = a.candidate, a.resources, a.occupancy, a.counts, a.prediction
+        return {
+            "variant": c.variant, "label": c.label, "function": c.function,
+            "tile": c.tile, "coarsening": c.coarsening, "defines": dict(c.defines),
+            "block": list(c.block), "threads_per_block": c.threads,
+            "registers_per_thread": res.registers_per_thread,
+            "registers_source": res.source, "spills": res.spills,
+            "static_shared_memory": res.static_shared_memory,
+            "active_blocks_per_sm": occ.active_blocks_per_sm, "occupancy": occ.occupancy,
+            "limiters": [x for x in LIMIT_NAMES if x in occ.limiters],
+            "launchable": occ.launchable, "cannot_launch": list(occ.cannot_launch),
+            "global_loads": k.global_load_elements,
+            "global_load_bytes": k.global_load_elements * 4,
+            "load_sectors_per_request": k.load_sectors_per_request,
+            "store_sectors_per_request": k.store_sectors_per_request,
+            "ideal_sectors_per_request": k.ideal_sectors_per_request,
+            "bank_conflict_ways": k.bank_conflict_ways,
+            "flops": k.flops,
+            "arithmetic_intensity": p.arithmetic_intensity if p else None,
+            "predicted_ms": p.predicted_ms if p else None,
+            "bound": p.bound if p else None,
+            "roofs_ms": p.roofs_ms if p else None,
+        }
+
+    rec = one(r.recommended) if r.recommended else None
+    return {"device": r.device.key, "device_name": r.device.name, "kernel": r.kernel, "n": r.n,
+            "candidates": [one(a) for a in r.analyses], "recommended": rec,
+            "reasons": list(r.reasons), "notes": list(r.notes)}
+
+
+def curve_dict(c: Curve) -> dict[str, Any]:
+    return {
+        "name": c.name, "x_label": c.x_label,
+        "current": {"x": c.current.x, "occupancy": c.current.occupancy,
+                    "active_blocks_per_sm": c.current.active_blocks_per_sm,
+                    "limiters": list(c.current.limiters)},
+        "x": [p.x for p in c.points],
+        "occupancy": [p.occupancy for p in c.points],
+        "active_blocks_per_sm": [p.active_blocks_per_sm for p in c.points],
+        "limiters": [list(p.limiters) for p in c.points],
+    }
+
+
+
+def plot_dict(dev: Device, cfg: Config, curves: Sequence[Curve]) -> dict[str, Any]:
+    return {"device": dev.key, "device_name": dev.name,
+            "threads_per_block": cfg.threads_per_block,
+            "registers_per_thread": cfg.registers_per_thread,
+            "shared_memory_per_block": cfg.shared_memory_per_block,
+            "curves": [curve_dict(c) for c in curves]}
+
+
+def banks_dict(result: BankResult, addresses: Sequence[int], size: int) -> dict[str, Any]:
+    return {"ways": result.ways, "wavefronts": result.wavefronts,
+            "conflict_free": result.ways == 1, "element_bytes": size,
+            "addresses": list(addresses), "banks": [list(b) for b in result.banks]}
+
+
+def device_list_dict(devs: Sequence[Device]) -> list[dict[str, Any]]:
+    return [{"device": d.key, "name": d.name, "compute_capability": d.compute_capability,
+             "aliases": list(d.aliases), "path": d.path} for d in devs]
+
+
+def device_dict(dev: Device) -> dict[str, Any]:
+    return {**dev.to_dict(), "path": dev.path}
+
+
+# --- check ------------------------------------------------------------------------------------
+
+
+def verdict_dict(v: Verdict) -> dict[str, Any]:
+    """One verdict with the resources it was judged on (None where it could not be read)."""
+    r, res = v.result, v.resources
+    return {
+        "kernel": v.kernel, "device": v.device, "line": v.line, "status": v.status, "ok": v.ok,
+        "active_blocks_per_sm": v.active_blocks_per_sm if r else None,
+        "occupancy": v.occupancy if r else None,
+        "limiters": list(v.limiters),
+        "registers_per_thread": res.registers_per_thread if res else None,
+        "static_shared_memory": r.static_shared_memory if r else None,
+        "dynamic_shared_memory": r.dynamic_shared_memory if r else None,
+        "max_threads_per_block": r.max_threads_per_block if r else None,
+        "spill_bytes": res.spill_bytes if res else None,
+        "stack_frame_bytes": res.stack_frame_bytes if res else None,
+        "function": (res.demangled or res.function) if res else None,
+        "resources_source": res.source if res else None,
+        "registers_source": res.source if res else None,
+        "problems": list(v.problems),
+        **({"cluster": list(r.cluster.cluster), "active_clusters": r.cluster.active_clusters,
+            "active_clusters_bounds": [r.cluster.lower, r.cluster.upper],
+            "active_clusters_source": r.cluster.source} if r and r.cluster else {}),
+    }
+
+
+def check_dict(manifest: str, verdicts: Sequence[Verdict]) -> dict[str, Any]:
+    from occupancy.gate.ci_formats import tally
+
+    passed, failed, errors = tally(verdicts)
+    return {"manifest": manifest, "results": [verdict_dict(v) for v in verdicts],
+            "passed": passed, "failed": failed, "errors": errors}
+
+
+# --- measure records (GPU runs; also read back by `report` and `measure`'s pass rule) -------
+
+
+class Timing(TypedDict):
+    """CUDA-event times of one kernel, milliseconds, over `runs` launches (L2 flushed)."""
+
+    median_ms: float
+    p10_ms: float
+    p90_ms: float
+    min_ms: float
+    runs: int
+
+
+class RunEnvironment(TypedDict):
+    date: str
+    device: str
+    compute_capability: str
+    driver_version: str
+    runtime_version: int
+    cupy_version: str
+    python: str
+
+
+class _Rate(TypedDict, total=False):
+    tflops: float  # matmul
+    gb_s: float  # transpose: bytes read and written per second
+
+
+class MeasureResult(_Rate):
+    """One shipped candidate on the GPU: prediction, driver, verification and time."""
+
+    kernel: str
+    variant: str
+    label: str
+    function: str
+    defines: dict[str, int]
+    block: list[int]
+    grid: list[int]
+    n: int
+    registers_per_thread: int  # the driver's
+    registers_predicted: int  # the compiler report the model used
+    static_shared_memory: int
+    max_threads_per_block: int
+    predicted_active_blocks_per_sm: int
+    driver_active_blocks_per_sm: int
+    occupancy_match: bool
+    occupancy: float
+    verified: bool
+    verification: dict[str, Any]
+    predicted_ms: float | None
+    predicted_bound: str | None
+    measured: Timing
+    error: float | None  # predicted / measured - 1
+    percent_of_ceiling: float
+
+
+class MeasureRecord(RunEnvironment):
+    n_matmul: int
+    n_transpose: int
+    reps: int
+    ceilings: dict[str, Any]
+    results: list[MeasureResult]
+
+
+class TuningResult(TypedDict):
+    """One point of a user's tuning space on the GPU."""
+
+    params: dict[str, Any]
+    function: str
+    predicted_rank: int
+    predicted_ms: float | None
+    measured: Timing
+    error: float | None
+    verified: bool | None  # None: no reference to verify against
+    relative_error: float | None
+    predicted_active_blocks_per_sm: int
+    driver_active_blocks_per_sm: int
+    occupancy_match: bool
+    registers_per_thread: int
+
+
+class TuningRecord(RunEnvironment):
+    kernel: str
+    problem: dict[str, int]
+    reps: int
+    results: list[TuningResult]
+    pruned: list[dict[str, Any]]
+    fastest: dict[str, Any] | None
+
+
+def timing(ms: Sequence[float]) -> Timing:
+    """Median, 10th and 90th percentiles (nearest rank) and minimum of a run's times."""
+    s = sorted(ms)
+
+    def q(p: float) -> float:
+        return s[min(len(s) - 1, max(0, round(p * (len(s) - 1))))]
+
+    return {"median_ms": q(0.5), "p10_ms": q(0.1), "p90_ms": q(0.9), "min_ms": s[0], "runs": len(s)}
+
+
+def measure_result(c: Candidate, n: int, grid: Sequence[int], res: KernelResources,
+                   occ: OccupancyResult, pred: Prediction | None, driver: dict[str, int],
+                   verified: bool, verification: dict[str, Any], t: Timing,
+                   work: dict[str, float]) -> MeasureResult:
+    """driver: the function's registers_per_thread, static_shared_memory,
+    max_threads_per_block and active_blocks_per_sm as the driver reports them; work: the
+    launch's {"flops": ..} (matmul) or {"bytes": ..} (transpose)."""
+    out: MeasureResult = {
+        "kernel": c.kernel, "variant": c.variant, "label": c.label, "function": c.function,
+        "defines": dict(c.defines), "block": list(c.block), "grid": list(grid), "n": n,
+        "registers_per_thread": driver["registers_per_thread"],
+        "registers_predicted": res.registers_per_thread,
+        "static_shared_memory": driver["static_shared_memory"],
+        "max_threads_per_block": driver["max_threads_per_block"],
+        "predicted_active_blocks_per_sm": occ.active_blocks_per_sm,
+        "driver_active_blocks_per_sm": driver["active_blocks_per_sm"],
+        "occupancy_match": occ.active_blocks_per_sm == driver["active_blocks_per_sm"],
+        "occupancy": occ.occupancy, "verified": verified, "verification": verification,
+        "predicted_ms": pred.predicted_ms if pred else None,
+        "predicted_bound": pred.bound if pred else None, "measured": t,
+        "error": (pred.predicted_ms / t["median_ms"] - 1) if pred else None,
+        "percent_of_ceiling": 0.0,  # set once the run's ceilings are known
+    }
+    seconds = t["median_ms"] * 1e-3
+    if "flops" in work:
+        out["tflops"] = work["flops"] / seconds / 1e12
+    else:
+        out["gb_s"] = work["bytes"] / seconds / 1e9
+    return out
+
+
+def tuning_result(r: Ranked, rank: int, t: Timing, verified: bool | None,
+                  relative_error: float | None, driver_blocks: int) -> TuningResult:
+    assert r.occupancy is not None and r.resources is not None
+    pred = r.prediction.predicted_ms if r.prediction else None
+    return {
+        "params": dict(r.point.params), "function": r.point.function, "predicted_rank": rank,
+        "predicted_ms": pred, "measured": t,
+        "error": None if pred is None else pred / t["median_ms"] - 1,
+        "verified": verified, "relative_error": relative_error,
+        "predicted_active_blocks_per_sm": r.occupancy.active_blocks_per_sm,
+        "driver_active_blocks_per_sm": driver_blocks,
+        "occupancy_match": driver_blocks == r.occupancy.active_blocks_per_sm,
+        "registers_per_thread": r.resources.registers_per_thread,
+    }
+
+
+def tuning_record(env: RunEnvironment, report: TuneReport, reps: int,
+                  results: list[TuningResult]) -> TuningRecord:
+    ok = [x for x in results if x["verified"] is not False]
+    fastest = min(ok, key=lambda x: x["measured"]["median_ms"]) if ok else None
+    return {
+        **env, "kernel": report.spec.name, "problem": dict(report.spec.problem), "reps": reps,
+        "results": results,
+        "pruned": [{"params": dict(r.point.params), "reasons": list(r.reasons)}
+                   for r in report.ranked if r.pruned],
+        "fastest": None if fastest is None else {
+            "params": fastest["params"], "median_ms": fastest["measured"]["median_ms"],
+            "predicted_rank": fastest["predicted_rank"]},
+    }
+
+
+def measure_failures(rec: MeasureRecord) -> list[str]:
+    """measure's pass rule: every candidate verified, its occupancy the driver's."""
+    return [r["label"] for r in rec["results"] if not r["verified"] or not r["occupancy_match"]]
+
+
+def tuning_failures(rec: TuningRecord) -> list[str]:
+    """The same for a tuning space (a point with no reference to check against passes)."""
+    return [" ".join(f"{k}={v}" for k, v in r["params"].items()) for r in rec["results"]
+            if r["verified"] is False or not r["occupancy_match"]]

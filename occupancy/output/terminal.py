@@ -1,0 +1,602 @@
+"""Terminal renderers (rich): readable at 80 columns and honest without colour."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from occupancy.core.device import Device
+from occupancy.core.solver import LIMIT_NAMES, Cliff, OccupancyResult
+from occupancy.output.rows import (
+    CHECK_HEAD,
+    LIMITER_LABELS,
+    MEASURE_HEAD,
+    TILE_HEAD,
+    check_rows,
+    limiters,
+    measure_rows,
+    pct,
+    tile_rows,
+)
+
+if TYPE_CHECKING:
+    from occupancy.build.toolchain import ListedKernel
+    from occupancy.core.best import BestAnswer
+    from occupancy.gate.check import Verdict
+    from occupancy.output.serialize import MeasureRecord, TuningRecord
+    from occupancy.tune.spaces import Ranked, TuneReport
+
+_LABEL = LIMITER_LABELS
+
+
+def _b(n: int) -> str:
+    return f"{n:,} B"
+
+
+
+
+def _kv(rows: Iterable[tuple[str, str]], title: str | None = None) -> Text:
+    """Aligned 'key  value' lines under a bold title (plain text: cheap and copy-pasteable)."""
+    rows = list(rows)
+    width = max((len(k) for k, _ in rows), default=0) + 2
+    out = Text()
+    if title:
+        out.append(title + "\n", style="bold")
+    for i, (k, v) in enumerate(rows):
+        out.append(k.ljust(width), style="bold")
+        out.append(v + ("\n" if i < len(rows) - 1 else ""))
+    return out
+
+
+def _usage(dev: Device, r: OccupancyResult) -> dict[str, tuple[str, str]]:
+    """Per resource: (what the SM has, what one block uses)."""
+    regs_per_warp = (r.allocated_registers_per_block // r.warps_per_block
+                     if r.warps_per_block else 0)
+    return {
+        "warps": (f"{dev.max_warps_per_sm} warps", f"{r.warps_per_block} warps"),
+        "registers": (f"{dev.registers_per_sm:,}",
+                      f"{r.allocated_registers_per_block:,}"
+                      + (f" ({regs_per_warp:,}/warp)" if dev.register_allocation == "warp" else "")),
+        "shared_memory": (_b(r.shared_memory_per_sm_bytes),
+                          _b(r.allocated_shared_memory_per_block)),
+        "blocks": (f"{dev.max_blocks_per_sm} blocks", "1 block"),
+        "barriers": (f"{dev.block_barriers_per_sm}" if dev.block_barriers_per_sm else "-",
+                     f"{r.block_barriers}"),
+        "virtual_resources": (f"{dev.virtual_resources_per_sm}", f"{r.virtual_resources}"),
+    }
+
+
+def limits_table(dev: Device, r: OccupancyResult) -> Table:
+    t = Table(box=box.SIMPLE_HEAD, title="Blocks per SM, by resource", title_justify="left",
+              title_style="bold", pad_edge=False)
+    t.add_column("resource")
+    t.add_column("blocks", justify="right")
+    t.add_column("SM has", justify="right")
+    t.add_column("block uses", justify="right")
+    t.add_column("")
+    usage = _usage(dev, r)
+    for name in LIMIT_NAMES:
+        if name == "virtual_resources" and not dev.virtual_resources_per_sm:
+            continue  # exists on CC 10-12 only
+        v = r.block_limits[name]
+        has, uses = usage[name]
+        mark = "<- limiter" if name in r.limiters else ""
+        shown = "-" if v is None else str(v)
+        if v is None:
+            uses = "none" if name != "barriers" or dev.block_barriers_per_sm else "n/a (CC < 9)"
+        t.add_row(_LABEL[name], shown, has, uses, mark)
+    return t
+
+
+def cliff_lines(c: Cliff, r: OccupancyResult) -> list[str]:
+    unit = " registers/thread" if c.resource == "registers" else " B/block"
+    label = "registers" if c.resource == "registers" else "shared memory"
+    parts = []
+    def blocks(n: int | None) -> str:
+        return f"{n} block{'' if n == 1 else 's'}"
+
+    def amount(n: int) -> str:
+        if c.resource != "registers":
+            return f"{n:,} B"
+        return f"{n} register{'' if n == 1 else 's'}"
+
+    if c.gain_at is not None:
+        parts.append(f"<= {c.gain_at:,}{unit} fits {blocks(c.gain_blocks)} "
+                     f"({amount(c.current - c.gain_at)} fewer)")
+    if c.lose_at is not None:
+        parts.append(f">= {c.lose_at:,}{unit} drops to {blocks(c.lose_blocks)} "
+                     f"({amount(c.lose_at - c.current)} more)")
+    if not parts:
+        parts.append("no change in blocks within the device's range")
+    return [f"{label} (now {c.current:,}): " + "; ".join(parts)]
+
+
+def calc_view(dev: Device, r: OccupancyResult, block: tuple[int, ...],
+              cliff: tuple[Cliff, Cliff] | None) -> RenderableType:
+    shape = "x".join(str(d) for d in block)
+    head = Text(f"{dev.name} (CC {dev.compute_capability}, {dev.sm_count} SMs)", style="bold")
+    inputs = _kv([
+        ("block", f"{shape} = {r.threads_per_block} threads ({r.warps_per_block} warps)"),
+        ("registers", f"{r.registers_per_thread} per thread"),
+        ("shared memory", f"{_b(r.static_shared_memory)} static + "
+                          f"{_b(r.dynamic_shared_memory)} dynamic"
+                          + (f" + {_b(dev.reserved_shared_memory_per_block_bytes)} reserved"
+                             if dev.reserved_shared_memory_per_block_bytes else "")),
+        ("carveout", "default (max shared memory)" if r.carveout is None else f"{r.carveout}%"),
+        ("launch bound", "-" if r.max_threads_per_block is None
+         else f"{r.max_threads_per_block} threads"),
+        ("barriers", f"{r.block_barriers} per block"),
+    ], title="Inputs")
+    alloc = _kv([
+        ("registers", f"{r.allocated_registers_per_block:,} per block"),
+        ("shared memory", f"{r.allocated_shared_memory_per_block:,} B per block "
+                          f"(unit {dev.shared_memory_allocation_unit_bytes} B)"),
+    ], title="Allocated")
+    limiter = limiters(r.limiters) or "-"
+    active = _kv([
+        ("blocks", f"{r.active_blocks_per_sm} per SM"),
+        ("warps", f"{r.active_warps_per_sm} of {r.max_warps_per_sm} per SM"),
+        ("threads", f"{r.active_threads_per_sm:,} per SM"),
+        ("occupancy", pct(r.occupancy)),
+        ("limited by", limiter),
+    ], title="Active")
+    parts: list[RenderableType] = [head, Text(""), inputs, Text(""), alloc, Text(""),
+                                   limits_table(dev, r), active]
+    if r.cluster is not None:
+        parts += [Text(""), cluster_view(r)]
+    if r.cannot_launch:
+        parts += [Text(""), Text("Cannot launch", style="bold")]
+        parts += [Text(f"- {p}") for p in r.cannot_launch]
+    if cliff is not None and r.launchable:
+        parts += [Text(""), Text("Cliffs", style="bold")]
+        for c in cliff:
+            parts += [Text(f"- {line}") for line in cliff_lines(c, r)]
+    if r.notes:
+        parts += [Text(""), Text("Notes", style="bold")]
+        parts += [Text(f"- {n}") for n in r.notes]
+    return Group(*parts)
+
+
+def cluster_text(r: OccupancyResult) -> str:
+    c = r.cluster
+    if c is None:
+        return "-"
+    if c.problems:
+        return "cannot launch"
+    if c.active_clusters is not None:
+        return f"{c.active_clusters:,} (measured)"
+    return f"{c.lower:,}-{c.upper:,} (estimate)"
+
+
+def cluster_view(r: OccupancyResult) -> RenderableType:
+    c = r.cluster
+    assert c is not None
+    rows = [("cluster", f"{'x'.join(map(str, c.cluster))} = {c.size} blocks"),
+            ("active clusters", cluster_text(r) + " per GPU")]
+    if c.active_clusters:
+        rows.append(("blocks in clusters", f"{c.active_clusters * c.size:,} per GPU"))
+    return _kv(rows, title="Clusters")
+
+
+def compare_view(devs: Sequence[Device], results: Sequence[OccupancyResult],
+                 cliffs_: Sequence[tuple[Cliff, Cliff] | None]) -> RenderableType:
+    """Several GPUs side by side: a column per device."""
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Side by side", title_justify="left",
+              title_style="bold")
+    t.add_column("")
+    for d in devs:
+        t.add_column(d.key, justify="right")
+    rows: list[tuple[str, list[str]]] = [
+        ("CC", [d.compute_capability for d in devs]),
+        ("blocks/SM", [str(r.active_blocks_per_sm) for r in results]),
+        ("warps/SM", [f"{r.active_warps_per_sm}/{r.max_warps_per_sm}" for r in results]),
+        ("occupancy", [pct(r.occupancy) for r in results]),
+        ("limited by", [limiters(r.limiters) or "-"
+                        for r in results]),
+        ("regs cliff", [_cliff_short(c[0]) if c else "-" for c in cliffs_]),
+        ("smem cliff", [_cliff_short(c[1]) if c else "-" for c in cliffs_]),
+    ]
+    if any(r.cluster is not None for r in results):
+        rows.append(("clusters", [cluster_text(r) for r in results]))
+    for label, cells in rows:
+        t.add_row(label, *cells)
+    parts: list[RenderableType] = [t]
+    for d, r in zip(devs, results, strict=True):
+        parts += [Text(f"{d.key}: cannot launch: {p}") for p in r.cannot_launch]
+    return Group(*parts)
+
+
+def _cliff_short(c: Cliff) -> str:
+    unit = "" if c.resource == "registers" else " B"
+    out = []
+    if c.gain_at is not None:
+        out.append(f"<={c.gain_at:,}{unit}: {c.gain_blocks}")
+    if c.lose_at is not None:
+        out.append(f">={c.lose_at:,}{unit}: {c.lose_blocks}")
+    return "; ".join(out) or "-"
+
+
+def _best_inputs(a: BestAnswer) -> str:
+    i = a.inputs
+    parts = [f"{i.registers_per_thread} registers", f"{_b(i.static_shared_memory)} static smem",
+             f"{_b(i.dynamic_shared_memory)} dynamic"
+             + (f" + {i.dynamic_shared_memory_per_thread} B per thread"
+                if i.dynamic_shared_memory_per_thread else "")]
+    if i.carveout is not None:
+        parts.append(f"carveout {i.carveout}%")
+    if i.max_threads_per_block is not None:
+        parts.append(f"launch bound {i.max_threads_per_block}")
+    if not i.opt_in:
+        parts.append("no opt-in")
+    return ", ".join(parts)
+
+
+def _cluster_line(a: BestAnswer) -> str:
+    n = a.inputs.min_clusters
+    if not a.cluster_size:
+        return f"no cluster size keeps {n} cluster{'s' if n != 1 else ''} active"
+    return (f"{a.cluster_size} blocks ({a.cluster_source}) keeps >= {n} cluster"
+            f"{'s' if n != 1 else ''} active" + (" (non-portable: set "
+            "cudaFuncAttributeNonPortableClusterSizeAllowed)" if a.cluster_size > 8 else ""))
+
+
+def best_view(a: BestAnswer) -> RenderableType:
+    dev, best, available = a.device, a.best, a.available
+    r = best.result
+    head = Text(f"{dev.name} (CC {dev.compute_capability})", style="bold")
+    given = Text(f"for: {_best_inputs(a)}")
+    if best.block_size == 0:
+        lines: list[RenderableType] = [head, given, Text("No block size can launch:")]
+        lines += [Text(f"- {p}") for p in r.cannot_launch]
+        return Group(*lines)
+    rows = [
+        ("block size", f"{best.block_size} threads"),
+        ("min grid size", f"{best.min_grid_size} blocks ({r.active_blocks_per_sm} per SM x "
+                          f"{dev.sm_count} SMs)"),
+        ("occupancy", f"{pct(r.occupancy)} ({r.active_threads_per_sm:,} threads per SM)"),
+        ("limited by", limiters(r.limiters)),
+    ]
+    if a.inputs.min_clusters is not None:
+        rows.append(("largest cluster", _cluster_line(a)))
+    summary = _kv(rows, title="Best block size (most resident threads, ties to the larger block)")
+    top = Table(box=box.SIMPLE_HEAD, title="Block sizes tried (best first)",
+                title_justify="left", title_style="bold", pad_edge=False)
+    top.add_column("threads/block", justify="right")
+    top.add_column("threads/SM", justify="right")
+    top.add_column("occupancy", justify="right")
+    ranked = sorted(best.candidates, key=lambda c: (-c[1], -c[0]))[:8]
+    for size, threads in ranked:
+        top.add_row(str(size), f"{threads:,}", pct(threads / dev.max_threads_per_sm))
+    size = a.inputs.threads or best.block_size
+    avail = Table(box=box.SIMPLE_HEAD, title=f"Dynamic shared memory per block at "
+                  f"{size} threads", title_justify="left", title_style="bold",
+                  pad_edge=False)
+    avail.add_column("resident blocks", justify="right")
+    avail.add_column("available", justify="right")
+    avail.add_column("driver says", justify="right")
+    for x in available:
+        avail.add_row(str(x.blocks), "-" if x.bytes is None else _b(x.bytes),
+                      "-" if x.driver_bytes is None else _b(x.driver_bytes))
+    parts: list[RenderableType] = [head, given, Text(""), summary, Text(""), top, avail]
+    if any(x.bytes != x.driver_bytes for x in available):
+        parts.append(Text("cudaOccupancyAvailableDynamicSMemPerBlock forgets the "
+                          f"{dev.reserved_shared_memory_per_block_bytes:,} B reserved per "
+                          "block: its answer does not fit that many blocks."))
+    return Group(*parts)
+
+
+def best_compare_view(answers: Sequence[BestAnswer]) -> RenderableType:
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Best block size, side by side",
+              title_justify="left", title_style="bold")
+    cols = ["device", "block", "blocks/SM", "occupancy", "limited by", "min grid"]
+    clusters = answers[0].inputs.min_clusters is not None
+    if clusters:
+        cols.append("max cluster")
+    for c in cols:
+        t.add_column(c, justify="left" if c in ("device", "limited by") else "right")
+    for a in answers:
+        r = a.best.result
+        row = [a.device.key, str(a.best.block_size), str(r.active_blocks_per_sm),
+               pct(r.occupancy), limiters(r.limiters)
+               or "-", f"{a.best.min_grid_size:,}"]
+        if clusters:
+            row.append("-" if not a.cluster_size else f"{a.cluster_size} ({a.cluster_source})")
+        t.add_row(*row)
+    return Group(Text(f"for: {_best_inputs(answers[0])}"), t)
+
+
+def devices_table(devices: list[Device]) -> Table:
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col, just in (("device", "left"), ("CC", "right"), ("SMs", "right"),
+                      ("thr/SM", "right"), ("smem/SM", "right"),
+                      ("smem/block", "right"), ("name", "left")):
+        t.add_column(col, justify=just, no_wrap=col != "name")  # type: ignore[arg-type]
+    for d in sorted(devices, key=lambda d: (d.cc_major, d.cc_minor, d.name)):
+        opt = (f"{d.shared_memory_per_block_bytes // 1024}/"
+               f"{d.shared_memory_per_block_optin_bytes // 1024} KB"
+               if d.shared_memory_per_block_optin_bytes != d.shared_memory_per_block_bytes
+               else f"{d.shared_memory_per_block_bytes // 1024} KB")
+        t.add_row(d.key, d.compute_capability, str(d.sm_count), f"{d.max_threads_per_sm:,}",
+                  f"{d.shared_memory_per_sm_bytes // 1024} KB", opt,
+                  d.name.removeprefix("NVIDIA "))
+    return t
+
+
+def device_view(dev: Device) -> RenderableType:
+    t = Table(box=box.SIMPLE_HEAD, title=f"{dev.name}", title_justify="left",
+              title_style="bold", pad_edge=False)
+    t.add_column("key")
+    t.add_column("value")
+    for k, v in dev.to_dict().items():
+        if k == "sources":
+            continue
+        if isinstance(v, list):
+            v = ", ".join(str(x) for x in v) or "-"
+        t.add_row(k, "-" if v is None else str(v))
+    src = _kv(list(dev.sources.items()), title="Sources")
+    where = Text(f"profile: {dev.path}" if dev.path else "profile: detected from the live GPU")
+    return Group(t, src, Text(""), where)
+
+
+def check_table(manifest: str, verdicts: Sequence[Verdict]) -> RenderableType:
+    from occupancy.inputs.safety import inert
+
+    t = Table(box=box.SIMPLE_HEAD, title=f"occupancy check {inert(manifest)}", title_justify="left",
+              title_style="bold", pad_edge=False)
+    for col in CHECK_HEAD:
+        t.add_column(col, justify="left" if col in ("kernel", "device", "verdict") else "right")
+    for row in check_rows(verdicts):
+        t.add_row(*[inert(x) for x in row])
+    passed = sum(v.status == "pass" for v in verdicts)
+    errors = sum(v.status == "error" for v in verdicts)
+    parts: list[RenderableType] = [t]
+    parts += [Text(inert(f"{manifest}:{v.line}: {v.kernel} on {v.device}: {p}"))
+              for v in verdicts for p in v.problems]
+    sources = sorted({v.registers_source for v in verdicts if v.resources is not None
+                      and v.registers_source != "manifest"})
+    if sources:
+        parts.append(Text("resources from: " + inert(", ".join(sources))))
+    parts.append(Text(f"{passed} passed, {len(verdicts) - passed - errors} failed"
+                      + (f", {errors} errors" if errors else "")))
+    return Group(*parts)
+
+
+def tile_view(report: object) -> RenderableType:
+    from occupancy.tune.advisor import TileReport
+
+    assert isinstance(report, TileReport)
+    r = report
+    dev = r.device
+    head = Text(f"{r.kernel}, n = {r.n:,}, on {dev.name} (CC {dev.compute_capability})",
+                style="bold")
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
+    for col in TILE_HEAD:
+        t.add_column(col, justify="left" if col in ("candidate", "bound") else "right",
+                     no_wrap=True)
+    for row in tile_rows(r):
+        t.add_row(*row)
+    parts: list[RenderableType] = [head, t]
+    sources = sorted({a.resources.source for a in r.analyses})
+    parts.append(Text("registers: " + "; ".join(sources)
+                      + ("  (~ = estimate)" if any(a.resources.estimated for a in r.analyses)
+                         else "")))
+    parts += [Text(f"{a.candidate.label}: cannot launch: {a.occupancy.cannot_launch[0]}")
+              for a in r.analyses if not a.launchable]
+    if r.recommended:
+        parts += [Text(""), Text(f"Recommended: {r.recommended.candidate.label}", style="bold")]
+    parts += [Text(f"- {x}") for x in r.reasons]
+    parts += [Text(f"note: {x}") for x in r.notes]
+    return Group(*parts)
+
+
+def banks_view(result: object, addresses: list[int], element_bytes: int) -> RenderableType:
+    from occupancy.core.banks import BankResult
+
+    assert isinstance(result, BankResult)
+    kind = " (conflict-free)" if result.ways == 1 else " bank conflict"
+    lines: list[RenderableType] = [Text(
+        f"{result.ways}-way{kind}: {result.wavefronts} pass(es) for {len(addresses)} threads "
+        f"of {element_bytes} B", style="bold")]
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column("thread", justify="right")
+    t.add_column("byte address", justify="right")
+    t.add_column("word", justify="right")
+    t.add_column("bank(s)")
+    for i, a in enumerate(addresses):
+        t.add_row(str(i), f"{a:,}", str(a // 4), ",".join(str(b) for b in result.banks[i]))
+    lines.append(t)
+    if result.ways > 1:
+        worst = sorted((b for b, c in result.words_per_bank.items() if c == result.ways))
+        lines.append(Text(f"bank(s) {', '.join(map(str, worst[:8]))} serve {result.ways} "
+                          "different words each"))
+    return Group(*lines)
+
+
+def measure_view(data: MeasureRecord) -> RenderableType:
+    ceil = data["ceilings"]
+    parts: list[RenderableType] = [Text(
+        f"{data['device']} (CC {data['compute_capability']}), driver {data['driver_version']}, "
+        f"CuPy {data['cupy_version']}", style="bold"),
+        Text(f"ceilings: device copy {ceil['copy_gb_s']:,.0f} GB/s at the transpose's size "
+             f"({ceil['copy_1gib']['gb_s']:,.0f} GB/s for 1 GiB); cuBLAS SGEMM "
+             f"{ceil['sgemm_tflops']:.1f} TFLOP/s at n = {ceil['sgemm_n']}")]
+    for kernel in ("matmul", "transpose"):
+        rows = [r for r in data["results"] if r["kernel"] == kernel]
+        if not rows:
+            continue
+        t = Table(box=box.SIMPLE_HEAD, title=f"{kernel}, n = {rows[0]['n']:,}",
+                  title_justify="left", title_style="bold", pad_edge=False,
+                  padding=(0, 1, 0, 0))
+        for col in MEASURE_HEAD:  # a narrow terminal wraps the label, never a number
+            t.add_column(col, justify="left" if col == "candidate" else "right",
+                         no_wrap=col != "candidate", min_width=None if col == "candidate" else len(col))
+        for row in measure_rows(rows):
+            t.add_row(*row)
+        parts.append(t)
+    return Group(*parts)
+
+
+def plot_view(dev: Device, r: OccupancyResult, curves: tuple) -> RenderableType:  # type: ignore[type-arg]
+    from occupancy.output.charts import LEGEND, text_chart
+
+    limiter = limiters(r.limiters) or "-"
+    parts: list[RenderableType] = [Text(
+        f"{dev.name} (CC {dev.compute_capability}): {r.threads_per_block} threads, "
+        f"{r.registers_per_thread} registers, {r.static_shared_memory + r.dynamic_shared_memory:,} B "
+        f"smem -> {pct(r.occupancy)}, limited by {limiter}", style="bold")]
+    for c in curves:
+        parts += [Text(""), Text("\n".join(text_chart(c)))]
+    parts += [Text(""), Text(LEGEND)]
+    return Group(*parts)
+
+
+def resources_table(listed: Sequence[ListedKernel]) -> RenderableType:
+    from occupancy.build.names import qualified_name
+    from occupancy.inputs.safety import inert
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col, just in (("file", "left"), ("arch", "left"), ("kernel", "left"), ("regs", "right"),
+                      ("smem B", "right"), ("stack B", "right"), ("spills B", "right"),
+                      ("bound", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for k in listed:
+        r = k.resources
+        t.add_row(inert(k.file), k.arch, inert(qualified_name(r.demangled or r.function)),
+                  str(r.registers_per_thread),
+                  f"{r.static_shared_memory:,}", str(r.stack_frame_bytes),
+                  "?" if r.spills_unknown else str(r.spill_stores_bytes + r.spill_loads_bytes),
+                  "-" if r.max_threads_per_block is None else str(r.max_threads_per_block))
+    sources = sorted({k.resources.source for k in listed})
+    return Group(t, Text("from: " + inert(", ".join(sources))))
+
+
+def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str]) -> str:
+    """A manifest for `occupancy check` naming every kernel listed; the user sets the blocks."""
+    import json
+
+    from occupancy.build.names import qualified_name
+
+    seen: dict[tuple[str, str], None] = {}
+    for k in listed:
+        seen.setdefault((k.file, qualified_name(k.resources.demangled or k.resources.function)))
+    key = {".cu": "source", ".cuh": "source"}
+    lines = ["# Starter manifest from `occupancy resources --manifest`: set each kernel's block",
+             "# (threads per block at launch) and its dynamic shared memory, then run",
+             "#   occupancy check THIS_FILE",
+             f"devices: {json.dumps(list(devices) or ['a100', 'h100'])}",
+             "min_occupancy: 0.25", "kernels:"]
+    for file, fn in seen:
+        kind = next((v for s, v in key.items() if file.endswith(s)),
+                    "ptxas_log" if file.endswith((".log", ".txt")) else "cubin")
+        name = fn.split("::")[-1].split("<")[0] or "kernel"
+        lines += [f"  - name: {json.dumps(name)}", f"    {kind}: {json.dumps(file)}",
+                  f"    function: {json.dumps(fn)}", "    block: 256  # set: threads per block"]
+    return "\n".join(lines) + "\n"
+
+
+def tune_view(rep: TuneReport) -> RenderableType:
+    from occupancy.inputs.safety import inert
+    from occupancy.tune.model import MODEL_ERROR
+
+    dev, spec = rep.device, rep.spec
+    prob = ", ".join(f"{k} = {v:,}" for k, v in spec.problem.items())
+    head = Text(f"{inert(spec.name)} ({prob}) on {dev.name} (CC {dev.compute_capability})",
+                style="bold")
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
+    for col, just in (("#", "right"), ("params", "left"), ("block", "right"), ("regs", "right"),
+                      ("smem B", "right"), ("blk/SM", "right"), ("occ.", "right"),
+                      ("pred. ms", "right"), ("bound", "left")):
+        t.add_column(col, justify=just, no_wrap=col != "params")  # type: ignore[arg-type]
+    ranked = [r for r in rep.ranked if not r.pruned]
+    for i, r in enumerate(ranked, start=1):
+        res, occ, p = r.resources, r.occupancy, r.prediction
+        assert res is not None and occ is not None
+        mark = "*" if r is rep.recommended else ""
+        t.add_row(f"{mark}{i}", inert(" ".join(f"{k}={v}" for k, v in r.point.params.items())),
+                  "x".join(map(str, r.point.block)), str(res.registers_per_thread),
+                  f"{res.static_shared_memory + r.point.dynamic_shared_memory:,}",
+                  str(occ.active_blocks_per_sm), pct(occ.occupancy),
+                  f"{p.predicted_ms:.3f}" if p else "-", p.bound if p else "-")
+    parts: list[RenderableType] = [head, t]
+    best = rep.recommended
+    if best is not None:
+        why = (f"registers from {best.resources.source}" if best.resources else "")
+        if rep.ties:
+            names = "; ".join(" ".join(f"{k}={v}" for k, v in r.point.params.items())
+                              for r in rep.ties)
+            parts.append(Text(f"A tie: {len(rep.ties)} points are within the model's error "
+                              f"({MODEL_ERROR:.0%}) of the best: {inert(names)}. "
+                              "`occupancy measure` decides."))
+        else:
+            parts.append(Text("Recommended: " + inert(" ".join(
+                f"{k}={v}" for k, v in best.point.params.items())) + f" ({why})"))
+    pruned = [r for r in rep.ranked if r.pruned]
+    if pruned:
+        parts.append(Text(f"Pruned {len(pruned)}:", style="bold"))
+        parts += [Text(inert(" ".join(f"{k}={v}" for k, v in r.point.params.items()) + ": "
+                             + "; ".join(r.reasons))) for r in pruned[:20]]
+        if len(pruned) > 20:
+            parts.append(Text(f"... and {len(pruned) - 20} more (--json lists all)"))
+    if rep.restricted_out:
+        parts.append(Text(f"restrict removed {rep.restricted_out} points before compiling"))
+    parts += [Text(n) for n in _tune_explanations(ranked)]
+    parts += [Text(n) for n in rep.notes]
+    return Group(*parts)
+
+
+def _tune_explanations(ranked: list[Ranked]) -> list[str]:
+    """What one warp of each point did on its PTX, where it sets points apart: bank
+    conflicts (shared passes over the conflict-free count) and uncoalesced global loads
+    (128-byte lines per load; 1 is a warp of floats in one line)."""
+    from occupancy.inputs.safety import inert
+
+    def name(r: Ranked) -> str:
+        return inert(" ".join(f"{k}={v}" for k, v in r.point.params.items()))
+
+    out = []
+    ways = {id(r): r.traffic.conflict_factor for r in ranked if r.traffic}
+    lines = {id(r): r.traffic.global_load_lines / r.traffic.global_loads
+             for r in ranked if r.traffic and r.traffic.global_loads}
+    conflicted = [r for r in ranked if ways.get(id(r), 0) >= 1.5]
+    if conflicted:
+        worst = max(conflicted, key=lambda r: ways[id(r)])
+        out.append(f"Bank conflicts in {len(conflicted)} of {len(ranked)} points: up to "
+                   f"{ways[id(worst)]:.1f}x the conflict-free shared-memory passes "
+                   f"({name(worst)}), counted in the load/store roof.")
+    spread = [r for r in ranked if lines.get(id(r), 0) >= 4]
+    if spread:
+        worst = max(spread, key=lambda r: lines[id(r)])
+        out.append(f"Uncoalesced loads in {len(spread)} of {len(ranked)} points: up to "
+                   f"{lines[id(worst)]:.1f} 128-byte lines per warp load ({name(worst)}).")
+    return out
+
+
+
+def measure_tuning_view(data: TuningRecord) -> RenderableType:
+    """`measure MANIFEST --kernel NAME`: predicted against measured, per point."""
+    from occupancy.inputs.safety import inert
+
+    head = Text(f"{inert(data['kernel'])} on {inert(data['device'])} (driver "
+                f"{inert(str(data['driver_version']))})", style="bold")
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
+    for col in ("pred #", "params", "ok", "blk/SM pred/drv", "pred. ms", "meas. ms", "error"):
+        t.add_column(col, justify="left" if col in ("params", "ok") else "right")
+    for r in sorted(data["results"], key=lambda x: x["measured"]["median_ms"]):
+        t.add_row(str(r["predicted_rank"]),
+                  inert(" ".join(f"{k}={v}" for k, v in r["params"].items())),
+                  {True: "yes", False: "NO", None: "-"}[r["verified"]],
+                  f"{r['predicted_active_blocks_per_sm']}/{r['driver_active_blocks_per_sm']}",
+                  "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}",
+                  f"{r['measured']['median_ms']:.3f}",
+                  "-" if r["error"] is None else f"{r['error'] * 100:+.0f}%")
+    parts: list[RenderableType] = [head, t]
+    f = data["fastest"]
+    if f:
+        parts.append(Text("Fastest: " + inert(" ".join(f"{k}={v}" for k, v in f["params"].items()))
+                          + f", {f['median_ms']:.3f} ms (the model ranked it #{f['predicted_rank']})"))
+    return Group(*parts)

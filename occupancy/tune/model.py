@@ -1,0 +1,388 @@
+"""Performance model: predicted time of a tile candidate on a device (docs/model.md).
+
+Roofs, each a time: FP32 issue, the load/store unit (wavefronts through L1/shared
+memory), L2 bandwidth (what misses L1), scattered partial-sector stores, and DRAM.
+Occupancy enters through latency hiding (Little's law); the grid through wave
+quantization. Constants below carry the hardware fact or the measurement they come from.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from occupancy.core.device import Device
+from occupancy.core.solver import OccupancyResult
+from occupancy.tune.shipped import Candidate, Counts
+
+if TYPE_CHECKING:
+    from occupancy.tune.ptxsim import Traffic
+
+# One warp-wide shared-memory access (32 lanes x 4 B = 128 B) per clock per SM: the LSU's
+# rate since Maxwell. A global load that hits L1 costs more than a shared load (tag lookup,
+# address divergence handling): 1.6 LDS-equivalents, calibrated on the H200 naive matmul.
+LSU_WAVEFRONTS_PER_CLOCK = 1.0
+GLOBAL_LOAD_COST = 1.6
+BARRIER_COST = 1.0  # a __syncthreads occupies the issue slot like one wavefront
+# A global load that hits L1 passes one wavefront per 128-byte line its lanes touch
+# (ptxsim counts the lines): llm.c's matmul_forward_kernel1, whose lanes each walk their
+# own row, runs at one line per clock per SM on the H200 (4 block shapes, within 3%).
+GLOBAL_LINE_COST = 1.0
+# L2 bandwidth per SM per clock for what misses L1: ~5.5 TB/s on H100/H200 (132 SMs at
+# 1.98 GHz); used for every device, scaled by its SMs and clock.
+L2_BYTES_PER_CLOCK_PER_SM = 21.0
+# Stores that touch a sector partially (the naive transpose's column writes) are merged
+# in L2 with byte masks at about a quarter sector per clock per SM (H200: 514 GB/s).
+PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM = 0.25
+# Sustained fractions of the datasheet peaks, measured on the H200 (bench/results):
+# device-to-device copy reaches 88% of the DRAM bandwidth (4.24 of 4.81 TB/s); cuBLAS
+# SGEMM 77% of the FP32 peak (51.4 of 66.9 TFLOP/s). Take ~5% of cuBLAS's issue slots for
+# its own loads and loop: the FFMA pipe then runs at 81% of the boost-clock peak (clocks
+# drop under full FMA load).
+DRAM_EFFICIENCY = 0.88
+FP32_EFFICIENCY = 0.81
+# The issue side and the memory side overlap imperfectly: the smaller adds up to a quarter
+# of itself, less the further it is below the larger (lo * lo / hi): a side far below
+# the other hides in its shadow.
+OVERLAP = 0.25
+# Every DRAM request carries a fixed cost: 128-byte requests (a warp of floats) reach
+# ~95% of what the copy engine's large ones do, 512-byte ones (float4) ~99% (H200:
+# padded 64x8 transpose 90%, float4 transpose 95% of the copy). Equivalent bytes/request:
+REQUEST_OVERHEAD_BYTES = 6.4
+DRAM_LATENCY_CLOCKS = 800  # global load latency on a miss, order of magnitude since Volta
+L2_LATENCY_CLOCKS = 300
+# The same latency as the tuning model sees it: its bytes in flight are the loads a warp
+# issues before it first needs one (the SASS's batches), so the effective latency of the
+# 1 - e^-x curve is shorter. Calibrated on the H200 transpose space at 8192 (2.6% median
+# error; 4096, not used, 5.5%): bench/results/h200-tuning.
+WORK_DRAM_LATENCY_CLOCKS = 500
+# Issue slots and the load/store unit serve one instruction stream: a shared load takes a
+# slot and waits in the unit's queue, so when both are busy the smaller adds a little
+# (the same lo^2/hi form as OVERLAP). Calibrated on the H200 SGEMM space at 4096 (5.3%
+# median error; 2048 and 8192, not used: 8.1% and 7.1%).
+ISSUE_LSU_OVERLAP = 0.1
+FMA_LATENCY_CLOCKS = 4
+SCHEDULERS_PER_SM = 4
+# The fixed cost in a `measure` timing (CUDA events around one launch) and the block
+# scheduler's rate, measured on the H200 with kernels that do nothing
+# (bench/results/h200-launch): 2.8 us for one block; each further block 0.60 ns of the
+# whole GPU (16,384 blocks: 12.6 us, 65,536: 42.1 us) whatever its size from 32 to 512
+# threads or its shared memory (1024-thread blocks: 0.70 ns). That is 157 clocks per
+# block per SM: a grid of many small blocks (a 16 x 4 transpose tile at 8192: 262,144
+# blocks, 157 us) is bound by launching them, not by DRAM.
+LAUNCH_OVERHEAD_MS = 0.0028
+BLOCK_LAUNCH_CLOCKS = 157
+# Predictions closer than this are a tie that only a measurement breaks: the model's
+# error on the H200 (the 90th percentile of |predicted / measured - 1| out of sample is
+# about 15%; bench/results/model-check.json).
+MODEL_ERROR = 0.15
+ROOF_NAMES = {"fp32": "FP32 issue", "lsu": "the load/store unit (L1 and shared memory)",
+              "l2": "L2 bandwidth", "dram": "DRAM bandwidth",
+              "scatter": "scattered partial-sector stores",
+              "blocks": "the block scheduler (launching the grid's blocks)",
+              "latency": "the load latency on one warp's path (its dependent round trips)"}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    predicted_ms: float
+    bound: str  # the largest roof: fp32, lsu, l2, dram, scatter, blocks, latency
+    roofs_ms: dict[str, float]
+    hiding: float  # 0-1: how much of the latency the resident warps hide
+    wave_efficiency: float  # 0-1: last partial wave of blocks
+    dram_bytes: float
+    l2_bytes: float
+    arithmetic_intensity: float  # FLOP per DRAM byte
+
+
+def _l1_miss_bytes(dev: Device, c: Candidate, k: Counts, n: int) -> float:
+    """Bytes the L1 sends to L2. Tiled kernels load each tile once (no L1 reuse); the naive
+    matmul reuses each 32-B sector of A along k and B's row across the block's warps."""
+    # CC 1.x has no cache in front of DRAM at all: every access misses.
+    if dev.l2_cache_bytes and c.kernel == "matmul" and c.variant == "naive":
+        bx, by = c.block
+        return 4.0 * n ** 3 * (1 / bx + 1 / by)
+    return (k.global_load_sectors + k.global_store_sectors) * 32.0
+
+
+def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) -> Prediction:
+    clock = dev.boost_clock_mhz * 1e6
+    sms = dev.sm_count
+    # FP32 issue: one warp instruction per scheduler per clock; instructions other than
+    # FFMA take issue slots too.
+    fma_rate = dev.fp32_gflops * 1e9 / 64 * FP32_EFFICIENCY  # warp FFMA per second
+    fp32 = (k.fma_instructions + k.other_instructions) / fma_rate if k.flops else 0.0
+    # Every warp instruction is at least one pass; 128 B (4 sectors) per pass beyond that.
+    wavefronts = (GLOBAL_LOAD_COST * max(k.global_loads, k.global_load_sectors / 4)
+                  + max(k.global_stores, k.global_store_sectors / 4)
+                  + k.shared_load_wavefronts + k.shared_store_wavefronts
+                  + BARRIER_COST * k.barriers)
+    lsu = wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
+    l2_bytes = _l1_miss_bytes(dev, c, k, n)
+    l2 = l2_bytes / (sms * clock * L2_BYTES_PER_CLOCK_PER_SM)
+    scattered = 0.0
+    if k.store_sectors_per_request > k.ideal_sectors_per_request:
+        scattered = k.global_store_sectors / (sms * clock * PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM)
+    # DRAM: compulsory traffic, plus re-reads when the panels the resident blocks stream
+    # at once do not fit in L2.
+    dram_bytes = k.compulsory_bytes
+    resident = max(occ.active_blocks_per_sm, 1) * sms
+    footprint = k.panel_bytes_per_block * min(resident, k.grid_blocks) ** 0.5 * 2 \
+        if k.panel_bytes_per_block else 0.0
+    if dev.l2_cache_bytes == 0:
+        dram_bytes = max(dram_bytes, l2_bytes)
+    elif footprint > dev.l2_cache_bytes:
+        dram_bytes += l2_bytes * (1 - dev.l2_cache_bytes / footprint)
+    request_bytes = 32.0 * max(k.load_sectors_per_request, 1)
+    dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
+            * (1 + REQUEST_OVERHEAD_BYTES / request_bytes))
+
+    # A grid smaller than one full wave leaves fewer blocks per SM (and some SMs idle).
+    warps_per_block = max(occ.warps_per_block, 1)
+    blocks_per_sm = min(max(occ.active_blocks_per_sm, 1), -(-k.grid_blocks // sms))
+    busy_sms = min(sms, k.grid_blocks)
+    # Latency hiding. Memory: bytes in flight per SM must cover bandwidth x latency.
+    warps = max(blocks_per_sm * warps_per_block, 1)
+    # Little's law: bandwidth x latency bytes must be in flight per SM. Short of that the
+    # achieved bandwidth falls off smoothly (1 - e^-x), not at a cliff: queues at the
+    # memory controllers fill gradually.
+    # (No L1 cap here, unlike predict_work: the shipped float4 transposes at the 228 KB
+    # shared-memory size, vec 16x8 and tall 16x16, measure no slowdown on the H200.)
+    in_flight = warps * k.bytes_in_flight_per_warp
+    need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / clock * DRAM_LATENCY_CLOCKS
+    need_l2 = L2_BYTES_PER_CLOCK_PER_SM * L2_LATENCY_CLOCKS
+    mem_hiding = 1 - math.exp(-in_flight / need_dram)
+    l2_hiding = 1 - math.exp(-in_flight / need_l2)
+    # Arithmetic: each scheduler needs FMA latency's worth of independent instructions.
+    ilp = c.coarsening if c.kernel == "matmul" else 1
+    fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
+    busy = busy_sms / sms  # issue roofs run on the busy SMs only
+    fp32, lsu = fp32 / busy, lsu / busy
+    roofs = {"fp32": fp32 / fma_hiding, "lsu": lsu / fma_hiding, "l2": l2 / l2_hiding,
+             "dram": dram / mem_hiding, "scatter": scattered}
+    # The issue side (FP32, load/store unit) and the memory side (L2, DRAM, scattered
+    # stores) run concurrently but not perfectly: the larger plus OVERLAP x lo^2 / hi of
+    # the smaller. Roofs on the same side share one stream and do not add.
+    compute = max(roofs["fp32"], roofs["lsu"])
+    memory = max(roofs["l2"], roofs["dram"], roofs["scatter"])
+    hi, lo = max(compute, memory), min(compute, memory)
+    seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
+    roofs["blocks"] = block_launch_seconds(dev, k.grid_blocks)
+    roofs["latency"] = 0.0  # (the tuning model's warp path; the hand counts have none)
+    # Wave quantization: with one or two waves, the last one runs part-full; on the
+    # issue side that idle share of the SMs is lost (the memory side is covered above).
+    waves = -(-k.grid_blocks // resident)
+    wave_eff = k.grid_blocks / (waves * resident)
+    if 1 < waves <= 2 and compute >= memory:
+        seconds /= wave_eff
+    else:
+        wave_eff = 1.0
+    seconds = max(seconds, roofs["blocks"])
+    bound = max(roofs, key=lambda r: roofs[r])
+    ms = seconds * 1e3 + LAUNCH_OVERHEAD_MS
+    return Prediction(ms, bound, {r: v * 1e3 for r, v in roofs.items()},
+                      min(mem_hiding, fma_hiding) if bound != "fp32" else fma_hiding,
+                      wave_eff, dram_bytes, l2_bytes,
+                      k.flops / dram_bytes if dram_bytes else 0.0)
+
+
+def _loads_per_batch(mix: dict[str, int], traffic: Traffic) -> float:
+    """Global loads a warp issues before it waits for one: the SASS's batches of its hottest
+    loop, else (no loads there) all the loads of its run at once."""
+    if mix.get("ldg"):
+        return mix["ldg"] / max(mix.get("ldg_batches", 1), 1)
+    return traffic.global_loads
+
+
+def _warp_path(dev: Device, occ: OccupancyResult, grid_blocks: int, mix: dict[str, int],
+               traffic: Traffic | None) -> float:
+    """The floor one warp's own path sets: its dependent round trips to memory (its global
+    loads over the loads it keeps in flight at once, the SASS's batches) at the DRAM
+    latency, once per round of resident blocks, after the SM has started the round's
+    blocks one by one. A warp run that ptxsim followed to its end only (a run cut at a
+    repeating loop has its own stall term); 0 otherwise. Measured: llm.c's layernorm
+    kernel 3 (bench/results/h200-layernorm) puts a warp on a row and walks it three times;
+    its grid fits the SMs at once, and the time is this path, not the bandwidth."""
+    if traffic is None or not traffic.complete or not traffic.global_loads:
+        return 0.0
+    trips = traffic.global_loads / max(_loads_per_batch(mix, traffic), 1.0)
+    per_sm = -(-grid_blocks // dev.sm_count)
+    resident = max(occ.active_blocks_per_sm, 1)
+    rounds = max(1.0, per_sm / resident)
+    ramp = min(resident, per_sm) * BLOCK_LAUNCH_CLOCKS
+    return (rounds * trips * DRAM_LATENCY_CLOCKS + ramp) / (dev.boost_clock_mhz * 1e6)
+
+
+def block_launch_seconds(dev: Device, grid_blocks: int) -> float:
+    """The block scheduler's floor: each SM starts a block every BLOCK_LAUNCH_CLOCKS. It
+    runs beside the work of the blocks already resident (their time is the other roofs),
+    so the kernel takes the larger of the two."""
+    return grid_blocks * BLOCK_LAUNCH_CLOCKS / (dev.sm_count * dev.boost_clock_mhz * 1e6)
+
+
+def l1_for_loads(dev: Device, occ: OccupancyResult) -> int | None:
+    """Bytes of L1 data cache an SM keeps beside shared memory: the unified array less the
+    shared-memory size the driver configures for the resident blocks (the smallest supported
+    size that holds them, or the carveout asked for). Loads in flight hold their lines in it
+    until the data returns, so it caps the bytes a SM has in flight. Measured on the H200
+    (bench/results/h200-transpose-smem): the same transpose with unused dynamic shared memory
+    that moves the SM to the 228 KB size (28 KB of L1 left), at the same resident warps,
+    runs 3-5% slower on aligned rows and 12-16% slower where each warp load spans two
+    lines. None where the profile has no unified array (before CC 7.0)."""
+    if not dev.l1_shared_memory_bytes:
+        return None
+    used = max(occ.active_blocks_per_sm, 1) * occ.allocated_shared_memory_per_block
+    config = next((s for s in dev.shared_memory_carveout_bytes if s >= used),
+                  dev.shared_memory_per_sm_bytes)
+    if occ.carveout is not None:
+        config = max(config, occ.shared_memory_per_sm_bytes)
+    return max(dev.l1_shared_memory_bytes - config, 0)
+
+
+def loads_in_flight(in_flight: float, l1: int | None, lines_per_load: float,
+                    useful_bytes_per_load: float) -> float:
+    """Useful bytes in flight per SM, capped by the L1 lines they hold: a warp load holds
+    every 128-B line it touches for its useful bytes (a misaligned row touches two)."""
+    if l1 is None:
+        return in_flight
+    cap = l1 * useful_bytes_per_load / (max(lines_per_load, 1.0) * 128.0)
+    return max(min(in_flight, cap), 1.0)
+
+
+# --- any kernel, from the work a tuning manifest declares -------------------------------------
+
+
+def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: float,
+                 dram_bytes: float, registers_per_thread: int,
+                 loop_mix: tuple[tuple[str, int], ...] | None = None,
+                 traffic: Traffic | None = None) -> Prediction:
+    """Predicted time of a user's kernel from its declared work (FLOPs, DRAM bytes), its
+    occupancy, the instruction mix of its hottest SASS loop, and what one of its warps
+    does on the PTX (ptxsim: shared wavefronts with bank conflicts, global lines).
+
+    The traffic is per warp (a warp's whole run) or per iteration of the hottest loop;
+    the grid's warps, or the declared FLOPs over the FLOPs of one iteration, say how many
+    times it happens. The SASS mix gives the issue slots the same way (the FLOPs fix how
+    many times the loop's FFMAs run). Without either, the FP32 and DRAM roofs alone.
+    Latency hiding and the combination of roofs are the same Little's-law terms as
+    `predict`; independent work per thread is taken from its registers (~1 FMA in flight
+    per 32 registers)."""
+    clock = dev.boost_clock_mhz * 1e6
+    sms = dev.sm_count
+    warps_per_block = max(occ.warps_per_block, 1)
+    mix = dict(loop_mix) if loop_mix else {}
+    fma_time = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
+    fp32 = fma_time
+    issue = lsu = scattered = 0.0
+    runs = 0.0
+    if flops and mix.get("ffma"):
+        runs = flops / 2 / dev.warp_size / mix["ffma"]  # executions of the loop, warp-wide
+    elif mix and not mix.get("loop"):
+        runs = float(grid_blocks * warps_per_block)  # straight-line: once a warp
+    if runs:
+        fp32 = max(fp32, runs * mix["fp32"] * dev.warp_size * 2
+                   / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY))
+        issue = runs * mix["total"] / (sms * SCHEDULERS_PER_SM * clock)
+        wavefronts = (mix["lds_wavefronts"] + mix["sts_wavefronts"]
+                      + GLOBAL_LOAD_COST * mix["ldg"] + mix["stg"] + BARRIER_COST * mix["bar"])
+        lsu = runs * wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
+    units = 0.0
+    if traffic is not None:
+        if traffic.complete:
+            units = float(grid_blocks * warps_per_block)
+        elif flops and traffic.flops:
+            units = flops / traffic.flops
+    per_warp_bytes = 128.0 * (mix["ldg"] if mix.get("ldg") else max(1, registers_per_thread // 32))
+    if units and traffic is not None:
+        t = traffic
+        wavefronts = (t.shared_wavefronts + GLOBAL_LINE_COST * t.global_load_lines
+                      + t.global_store_lines + BARRIER_COST * t.barriers)
+        lsu = units * wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
+        if not runs:
+            issue = units * t.steps / (sms * SCHEDULERS_PER_SM * clock)
+        scattered = units * t.partial_store_sectors / (
+            sms * dev.boost_clock_mhz * 1e6 * PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM)
+        if t.global_loads:
+            # a warp has in flight the loads it issues before it first needs one of them:
+            # the SASS's batches (the compiler may keep a tile load to a few registers)
+            per_warp_bytes = t.load_bytes / t.global_loads * _loads_per_batch(mix, t)
+    dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
+            * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
+    # The SM's clock drops under FMA load (FP32_EFFICIENCY holds that drop at a full FFMA
+    # pipe): issue and load/store work slow with it in proportion to the FFMA pipe's share
+    # of the time; a kernel without FLOPs runs at the boost clock.
+    busiest = max(fp32, issue, lsu, dram, scattered)
+    slow = 1 - (1 - CLOCK_UNDER_LOAD) * (min(1.0, fma_time / busiest) if busiest else 0.0)
+    issue, lsu = issue / slow, lsu / slow
+    blocks_per_sm = min(max(occ.active_blocks_per_sm, 1), -(-grid_blocks // sms))
+    warps = max(blocks_per_sm * warps_per_block, 1)
+    ilp = max(1, registers_per_thread // 32)
+    fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
+    # Bytes a warp has in flight: the global loads its hot code issues before it needs
+    # them (a straight-line tile load issues them all), else one line per 32 registers.
+    lines, useful = 1.0, 128.0
+    if traffic is not None and traffic.global_loads:
+        lines = traffic.global_load_lines / traffic.global_loads
+        useful = traffic.load_bytes / traffic.global_loads
+    in_flight = loads_in_flight(warps * per_warp_bytes, l1_for_loads(dev, occ), lines, useful)
+    need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / (dev.boost_clock_mhz * 1e6) * WORK_DRAM_LATENCY_CLOCKS
+    mem_hiding = 1 - math.exp(-in_flight / need_dram)
+    busy = min(sms, grid_blocks) / sms
+    # A loop that loads from global memory and waits at a barrier before using the data
+    # (the tiled pattern) exposes the load latency once per iteration, less the time the
+    # block's warps spend issuing the instructions between a load and its first use (a
+    # prefetch into registers for the next tile hides it all), unless the SM's other
+    # resident blocks compute meanwhile: an iteration of one block takes its compute plus
+    # what is exposed, and B blocks overlap B computes with it.
+    stall = 1.0
+    if mix.get("loop") and mix.get("ldg") and mix.get("bar"):
+        iteration = max(mix["total"] * warps_per_block / SCHEDULERS_PER_SM,
+                        (mix["lds_wavefronts"] + mix["sts_wavefronts"]) * warps_per_block, 1.0)
+        if units and traffic is not None and not traffic.complete:
+            iteration = max(traffic.steps * warps_per_block / SCHEDULERS_PER_SM,
+                            traffic.shared_wavefronts * warps_per_block, 1.0)
+        # the instructions that run, from the PTX run (a static count also sees branches
+        # that never run, such as a kernel's scalar fallback for odd sizes), else the SASS
+        covered = traffic.cover if units and traffic is not None and traffic.covered_loads \
+            else mix.get("ldg_cover", 0)
+        cover = covered * warps_per_block / SCHEDULERS_PER_SM
+        exposed = max(0.0, DRAM_LATENCY_CLOCKS - cover)
+        # each block waits a fraction f of its time; the SM idles only when all B resident
+        # blocks wait at once (f^B, blocks drifting independently of each other)
+        waiting = exposed / (iteration + exposed)
+        stall = 1 / (1 - waiting ** blocks_per_sm) if waiting < 1 else 1.0
+    roofs = {"fp32": max(fp32, issue) * stall / busy / fma_hiding,
+             "lsu": lsu * stall / busy / fma_hiding,
+             "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered,
+             "latency": _warp_path(dev, occ, grid_blocks, mix, traffic)}
+    hi_c, lo_c = max(roofs["fp32"], roofs["lsu"]), min(roofs["fp32"], roofs["lsu"])
+    compute = hi_c + ISSUE_LSU_OVERLAP * lo_c * (lo_c / hi_c if hi_c else 0.0)
+    memory = max(roofs["dram"], roofs["scatter"])
+    if grid_blocks <= occ.active_blocks_per_sm * sms:
+        # one round: every warp's path runs beside the traffic of all the others (their
+        # round trips queue behind it), the same lo^2/hi overlap as between the sides
+        hi_m, lo_m = max(memory, roofs["latency"]), min(memory, roofs["latency"])
+        memory = hi_m + OVERLAP * lo_m * (lo_m / hi_m if hi_m else 0.0)
+    hi, lo = max(compute, memory), min(compute, memory)
+    seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
+    roofs["blocks"] = block_launch_seconds(dev, grid_blocks)
+    # The tail: blocks are dealt to SMs evenly, so some SMs run ceil(grid / SMs) blocks
+    # while the average is grid / SMs. On the issue side each SM works through its own
+    # blocks and the kernel ends with the busiest one; on the memory side the others take
+    # its share of the bandwidth. (A grid under one block per SM is `busy` above.)
+    wave_eff = 1.0
+    if grid_blocks > sms and compute >= memory:
+        wave_eff = grid_blocks / sms / -(-grid_blocks // sms)
+        seconds /= wave_eff
+    seconds = max(seconds, roofs["blocks"], roofs["latency"])
+    bound = max(roofs, key=lambda r: roofs[r])
+    return Prediction(seconds * 1e3 + LAUNCH_OVERHEAD_MS, bound,
+                      {r: v * 1e3 for r, v in roofs.items()},
+                      fma_hiding if bound in ("fp32", "lsu") else mem_hiding, wave_eff,
+                      dram_bytes, 0.0, flops / dram_bytes if dram_bytes else 0.0)
+
+
+# Issue-side rates run at the clock the SM holds under full load: FP32_EFFICIENCY less the
+# ~5% of cuBLAS's slots that were not FFMAs (see above).
+CLOCK_UNDER_LOAD = FP32_EFFICIENCY / 0.95
