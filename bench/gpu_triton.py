@@ -110,7 +110,7 @@ def matmul_case():  # type: ignore[no-untyped-def]
     def grid(cfg, k):  # type: ignore[no-untyped-def]
         return (triton.cdiv(M, cfg["BLOCK_SIZE_M"]) * triton.cdiv(N, cfg["BLOCK_SIZE_N"]),)
 
-    return "matmul.py:matmul_kernel", configs, lambda cfg: args, grid
+    return "matmul.py:matmul_kernel", configs, lambda cfg: args, grid, lambda cfg: (c, a @ b)
 
 
 def softmax_case(dev):  # type: ignore[no-untyped-def]
@@ -132,7 +132,11 @@ def softmax_case(dev):  # type: ignore[no-untyped-def]
         # the tutorial's persistent grid, sized with the exact programs per SM
         return (max(1, min(rows, dev.sm_count * max(programs_per_sm(k, dev), 1))),)
 
-    return "softmax.py:softmax_kernel", configs, args, grid
+    def check(cfg):  # type: ignore[no-untyped-def]
+        x, y, _ = data[cfg["BLOCK_SIZE"]]
+        return y, torch.softmax(x, dim=1)
+
+    return "softmax.py:softmax_kernel", configs, args, grid, check
 
 
 class MoeProblem:
@@ -172,6 +176,16 @@ class MoeProblem:
                     "stride_ak": a.stride(1), "stride_be": b.stride(0), "stride_bk": b.stride(2),
                     "stride_bn": b.stride(1), "stride_cm": c.stride(0), "stride_cn": c.stride(1)}
 
+    def reference(self) -> torch.Tensor:
+        """C for every (token, slot) pair: A[token] @ B[expert]^T."""
+        ids = self.topk_ids.to("cuda")
+        rows = self.a.repeat_interleave(self.top_k, dim=0)
+        ref = torch.zeros_like(self.c)
+        for e in range(self.E):
+            sel = ids == e
+            ref[sel] = (rows[sel].float() @ self.b[e].float().T).half()
+        return ref
+
     def grid(self, cfg: dict, k=None) -> tuple:  # type: ignore[no-untyped-def]
         em = self.aligned(cfg["BLOCK_SIZE_M"])[3]
         return (triton.cdiv(em, cfg["BLOCK_SIZE_M"]) * triton.cdiv(self.N, cfg["BLOCK_SIZE_N"]),)
@@ -185,7 +199,8 @@ def moe_case():  # type: ignore[no-untyped-def]
     space = itertools.product([16, 32, 64, 128], [64, 128, 256], [64, 128], [4, 8], [2, 3, 4])
     configs = [{"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 1,
                     "num_warps": w, "num_stages": s} for bm, bn, bk, w, s in space]
-    return "moe.py:fused_moe_kernel", configs, lambda cfg: {**p.args(cfg), **MOE_CONST}, p.grid
+    return ("moe.py:fused_moe_kernel", configs, lambda cfg: {**p.args(cfg), **MOE_CONST},
+            p.grid, lambda cfg: (p.c, p.reference()))
 
 
 # --- part A -----------------------------------------------------------------------------------
@@ -205,7 +220,17 @@ def launch(fn, grid, args: dict, cfg: dict):  # type: ignore[no-untyped-def]
         return None, f"launch error {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
 
 
-def check_kernel(name: str, configs: list, args_of, grid_of, dev, cc: str) -> dict:
+def verify(fn, cfg: dict, args: dict, grid: tuple, check) -> float:  # type: ignore[no-untyped-def]
+    """Relaunch one config and compare its output with PyTorch: max error / max |ref|."""
+    out, _ = check(cfg)
+    out.zero_()
+    fn[grid](**args, **cfg)
+    torch.cuda.synchronize()
+    got, ref = check(cfg)
+    return float((got.float() - ref.float()).abs().max() / ref.float().abs().max())
+
+
+def check_kernel(name: str, configs: list, args_of, grid_of, check, dev, cc: str) -> dict:
     fn = KernelRef.parse(str(EXAMPLES / name)).load()
     stats = CompileStats()
     t0 = time.perf_counter()
@@ -226,7 +251,11 @@ def check_kernel(name: str, configs: list, args_of, grid_of, dev, cc: str) -> di
         k = compiled[config_key(cfg)]
         rec = _compare(fn, k, cfg, args_of(cfg), lambda c=cfg, k=k: grid_of(c, k), dev)
         records.append(rec)
+    ok = [(r, compiled[config_key(r["config"])]) for r in records if r.get("status") == "ok"]
+    errors = [verify(fn, r["config"], args_of(r["config"]), grid_of(r["config"], k), check)
+              for r, k in ok[:: max(1, len(ok) // 4)]]
     return {"kernel": name, "configs": len(configs), "offline_wall_s": round(offline_s, 2),
+            "verified": len(errors), "max_relative_error": max(errors, default=None),
             "compiled": stats.compiled, "cached": stats.cached, "failed": stats.failed,
             "compile_s_per_config": _mean(stats.compile_seconds), "records": records}
 
@@ -264,10 +293,10 @@ def _compare(fn, k, cfg: dict, args: dict, grid_of, dev) -> dict:  # type: ignor
 def part_a(dev, cc: str, out: Path) -> dict:  # type: ignore[no-untyped-def]
     cases = [matmul_case(), softmax_case(dev), moe_case()]
     summary = {}
-    for name, configs, args_of, grid_of in cases:
+    for name, configs, args_of, grid_of, check in cases:
         if QUICK:
             configs = configs[::12]
-        res = check_kernel(name, configs, args_of, grid_of, dev, cc)
+        res = check_kernel(name, configs, args_of, grid_of, check, dev, cc)
         recs = res["records"]
         launched = [r for r in recs if r.get("status") == "ok"]
         s = {"configs": len(recs), "launched": len(launched),
@@ -277,7 +306,8 @@ def part_a(dev, cc: str, out: Path) -> dict:  # type: ignore[no-untyped-def]
              "resource_mismatches": sum(not r["resources_agree"] for r in launched),
              "occupancy_mismatches": sum(not r["occupancy_agrees"] for r in launched),
              "fit_mismatches": sum(not r.get("fit_agrees", True) for r in recs),
-             "offline_wall_s": res["offline_wall_s"],
+             "offline_wall_s": res["offline_wall_s"], "verified": res["verified"],
+             "max_relative_error": res["max_relative_error"],
              "compile_s_per_config": res["compile_s_per_config"]}
         summary[name] = s
         (out / f"triton-check-{name.split('.')[0]}.json").write_text(
@@ -392,7 +422,7 @@ def part_b(dev, cc: str, out: Path, top_k: int = 12) -> dict:  # type: ignore[no
 def part_c(dev, cc: str) -> dict:  # type: ignore[no-untyped-def]
     """The hook inside triton.autotune itself (the matmul, whose arguments do not depend
     on the config): it runs, and only the kept configs are benchmarked."""
-    name, configs, args_of, grid_of = matmul_case()
+    name, configs, args_of, grid_of, _ = matmul_case()
     fn = KernelRef.parse(str(EXAMPLES / name)).load()
     desc = describe(args_of({}))
     kernels = compile_configs(fn, desc, configs, [cc])
