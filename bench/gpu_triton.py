@@ -243,7 +243,7 @@ def check_kernel(name: str, configs: list, args_of, grid_of, check, dev, cc: str
         desc = describe({k: v for k, v in args_of(cfgs[0]).items() if k not in MOE_CONST})
         extra = MOE_CONST if "moe" in name else {}
         for cfg, k in zip(cfgs, compile_configs(fn, desc, cfgs, [cc], constexprs=extra,
-                                                stats=stats), strict=True):
+                                                stats=stats, timeout=300), strict=True):
             compiled[config_key(cfg)] = k
     offline_s = time.perf_counter() - t0
     records = []
@@ -379,7 +379,7 @@ def part_b(dev, cc: str, out: Path, top_k: int = 12) -> dict:  # type: ignore[no
     for bm, cfgs in by_bm.items():  # EM (an argument) depends on BLOCK_SIZE_M
         desc = describe(p.args({"BLOCK_SIZE_M": bm}))
         kernels += compile_configs(full_ref, desc, cfgs, [cc], constexprs=MOE_CONST,
-                                   stats=stats, cache=False)
+                                   stats=stats, cache=False, timeout=300)
     compile_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     row = device_row(kernels, dev, [M], gemm_predictor(N, K, E, top))

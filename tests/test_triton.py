@@ -425,3 +425,19 @@ def test_cli_and_hook_do_not_import_triton() -> None:
     mods = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, check=True).stdout.split()
     assert "triton" not in mods and "torch" not in mods
+
+
+# --- the worker pool ------------------------------------------------------------------------
+
+
+def test_workers_survive_a_crash_and_a_timeout() -> None:
+    from occupancy.build.workers import WorkerLost, run_jobs
+
+    assert run_jobs("math:sqrt", [4.0, 9.0, 16.0], jobs=2) == [2.0, 3.0, 4.0]
+    got = run_jobs("time:sleep", [0, 30, 0], jobs=2, timeout=2,
+                   on_lost=lambda job, why: f"lost {job}: {why}")
+    assert got == [None, "lost 30: timed out after 2 s", None]
+    got = run_jobs("os:_exit", [3], jobs=2, on_lost=lambda job, why: why)
+    assert got == ["worker died (exit 3)"]
+    with pytest.raises(WorkerLost, match="worker died"):
+        run_jobs("os:_exit", [3, 3], jobs=2)

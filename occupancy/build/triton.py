@@ -429,7 +429,8 @@ class CompileStats:
 def compile_configs(fn: Any, args: Mapping[str, Any], configs: Iterable[Any],
                     ccs: Sequence[str | int], *, constexprs: Mapping[str, Any] | None = None,
                     jobs: int | None = None, cache: bool = True,
-                    stats: CompileStats | None = None) -> list[TritonKernel]:
+                    stats: CompileStats | None = None,
+                    timeout: float | None = None) -> list[TritonKernel]:
     """Every config compiled for every target (cc '9.0', 'sm_90' or 90), in the order
     configs x ccs; a config that does not compile comes back with `error` set.
 
@@ -438,7 +439,8 @@ def compile_configs(fn: Any, args: Mapping[str, Any], configs: Iterable[Any],
     constexprs: constexpr arguments every config shares. Misses are compiled in a pool of
     `jobs` processes (default: the CPUs), hits come from the on-disk cache, keyed by the
     Triton version, the module's source, the signature, constexprs, specialization,
-    config and target."""
+    config and target. A compile past `timeout` seconds (or one that kills its worker)
+    comes back with `error` set."""
     t0 = time.perf_counter()
     ref = KernelRef.of(fn)
     jit = ref.load() if isinstance(fn, str) else fn
@@ -460,7 +462,7 @@ def compile_configs(fn: Any, args: Mapping[str, Any], configs: Iterable[Any],
             results[i] = hit
         else:
             misses.append(i)
-    for i, k in zip(misses, _run_jobs([todo[i][1] for i in misses], jobs), strict=True):
+    for i, k in zip(misses, _run_jobs([todo[i][1] for i in misses], jobs, timeout), strict=True):
         results[i] = k
         if cache and k.compiled:
             _cache_put(todo[i][0], k)
@@ -491,7 +493,14 @@ def _as_config(c: Any) -> TritonConfig:
     raise OccupancyError(f"a Triton config is a dict or triton.Config, got {type(c).__name__}")
 
 
-def _run_jobs(jobs_list: list[_Job], jobs: int | None) -> list[TritonKernel]:
-    if min(jobs or os.cpu_count() or 1, len(jobs_list)) <= 1:
+def _run_jobs(jobs_list: list[_Job], jobs: int | None, timeout: float | None = None
+              ) -> list[TritonKernel]:
+    if timeout is None and min(jobs or os.cpu_count() or 1, len(jobs_list)) <= 1:
         return [_compile_job(j) for j in jobs_list]
-    return run_jobs("occupancy.build.triton:_compile_job", jobs_list, jobs)
+    return run_jobs("occupancy.build.triton:_compile_job", jobs_list, jobs, timeout=timeout,
+                    on_lost=_lost)
+
+
+def _lost(job: _Job, reason: str) -> TritonKernel:
+    """A config whose compile killed or outlasted its worker: not compiled, and why."""
+    return TritonKernel(job.ref.name, _cc_text(job.cc), job.config, error=f"compile {reason}")

@@ -12,14 +12,28 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from occupancy.core.errors import OccupancyError
 
 
-def run_jobs(func: str, jobs_list: list[Any], jobs: int | None = None) -> list[Any]:
-    """func(job) for every job, in `jobs` workers (default: the CPUs), results in order."""
+class WorkerLost(OccupancyError):
+    """A worker died or ran past the time limit on a job."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def run_jobs(func: str, jobs_list: list[Any], jobs: int | None = None, *,
+             timeout: float | None = None,
+             on_lost: Callable[[Any, str], Any] | None = None) -> list[Any]:
+    """func(job) for every job, in `jobs` workers (default: the CPUs), results in order.
+
+    A job that kills its worker or runs past `timeout` seconds gives on_lost(job, reason)
+    (the worker is replaced and the others go on); without on_lost, WorkerLost is raised."""
     import queue
     import threading
 
@@ -31,16 +45,27 @@ def run_jobs(func: str, jobs_list: list[Any], jobs: int | None = None) -> list[A
     failures: list[BaseException] = []
 
     def drive() -> None:
+        worker: _Worker | None = None
         try:
-            with _Worker(func) as w:
-                while True:
-                    try:
-                        i = todo.get_nowait()
-                    except queue.Empty:
-                        return
-                    results[i] = w.run(jobs_list[i])
+            while True:
+                try:
+                    i = todo.get_nowait()
+                except queue.Empty:
+                    return
+                worker = worker or _Worker(func)
+                try:
+                    results[i] = worker.run(jobs_list[i], timeout)
+                except WorkerLost as e:
+                    worker.kill()
+                    worker = None
+                    if on_lost is None:
+                        raise
+                    results[i] = on_lost(jobs_list[i], e.reason)
         except BaseException as e:  # reported below, after the other workers finish
             failures.append(e)
+        finally:
+            if worker is not None:
+                worker.close()
 
     threads = [threading.Thread(target=drive, daemon=True) for _ in range(n)]
     for t in threads:
@@ -53,33 +78,41 @@ def run_jobs(func: str, jobs_list: list[Any], jobs: int | None = None) -> list[A
 
 
 class _Worker:
-    """One `python -c` process compiling jobs sent as length-prefixed pickles."""
+    """One `python -c` process running jobs sent as length-prefixed pickles."""
 
     def __init__(self, func: str) -> None:
-        self.func = func
-
-    def __enter__(self) -> _Worker:
         import subprocess
 
+        self.func = func
         root = str(Path(__file__).resolve().parents[2])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *sys.path])}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from occupancy.build.workers import serve; serve()", self.func],
+            [sys.executable, "-c", "from occupancy.build.workers import serve; serve()", func],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        return self
 
-    def run(self, job: Any) -> Any:
+    def run(self, job: Any, timeout: float | None = None) -> Any:
         import pickle
+        import select
 
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        _send(self.proc.stdin, pickle.dumps(job))
+        try:
+            _send(self.proc.stdin, pickle.dumps(job))
+        except OSError:
+            raise WorkerLost(f"worker died (exit {self.proc.wait()})") from None
+        if timeout is not None:
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            if not ready:
+                raise WorkerLost(f"timed out after {timeout:g} s")
         blob = _recv(self.proc.stdout)
         if blob is None:
-            raise OccupancyError(f"a worker running {self.func} died (exit {self.proc.wait()}) "
-                                 f"on {job!r}"[:500])
+            raise WorkerLost(f"worker died (exit {self.proc.wait()})")
         return pickle.loads(blob)  # noqa: S301 - our own child's answer
 
-    def __exit__(self, *exc: object) -> None:
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def close(self) -> None:
         if self.proc.stdin:
             self.proc.stdin.close()
         self.proc.wait()
