@@ -9,12 +9,15 @@ cuOccupancyMaxActiveBlocksPerMultiprocessor on the loaded function (kernel.funct
 block num_warps x 32, dynamic smem metadata.shared); Triton's OutOfResources against
 the prediction that the config does not fit.
 
-Part B (a vLLM-sized space of the fused-MoE kernel at one M): the tool's offline step
-(compile every config in parallel, build the table), then full autotuning of every
-config with triton.autotune + do_bench, then autotuning with the table's
-early_config_prune hook (drop what does not fit, keep the predicted top-k) on a fresh
-copy of the kernel and a fresh Triton cache (so its compiles are real). Wall time and
-best time of each, and the full run's time of every config.
+Part B (a vLLM-sized space of the fused-MoE kernel at one M, 1,152 configs): the tool's
+offline step (compile every config in parallel, build the table); full autotuning of
+every config the way vLLM's tuner does it (per config: align the tokens to its
+BLOCK_SIZE_M, launch with Triton's launcher, triton.testing.do_bench), its compiles
+being the parallel step's; then the table's early_config_prune hook (drop what does not
+fit, keep the predicted top 32) and the same tuning of what it kept, on a fresh copy of
+the kernel and a fresh Triton cache, its kept configs compiled in parallel. Wall time
+and best time of each, the full run's time of every config, and the best of the
+predicted top k for k = 1..128 from those times.
 
 Run: python bench/gpu_triton.py OUT_DIR [--quick] [--only=ACB]. Needs torch and triton
 (3.6 on the H200); CuPy optional (the live device's properties; else the h200 profile).
