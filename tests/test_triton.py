@@ -441,3 +441,18 @@ def test_workers_survive_a_crash_and_a_timeout() -> None:
     assert got == ["worker died (exit 3)"]
     with pytest.raises(WorkerLost, match="worker died"):
         run_jobs("os:_exit", [3, 3], jobs=2)
+
+
+@pytest.mark.parametrize("n, m, s, t, u", [(1, 1, 1, 1, 1), (16, 32, 16, 48, 2**31),
+                                           (17, 1, 64, 1, 16), (1, 16, 1, 16, None)])
+def test_specialize_call_honours_what_turns_it_off(n, m, s, t, u) -> None:
+    """do_not_specialize (no constant for 1, no divisibility), ..._on_alignment (no
+    divisibility), annotated ints and floats and bools, None, defaults."""
+    from occupancy.build.triton import specialize_call
+
+    fn = _example("../../tests/fixtures/triton_special.py:special_kernel")
+    values = {"x_ptr": FakeTensor("float32"), "y_ptr": FakeTensor("float32"), "n": n, "m": m, "s": s,
+                  "t": t, "f": 1.0, "b": True, "u": u, "BLOCK": 128}
+    sig, constexprs, attrs = _tritons_own(fn, values, {"num_warps": 4})
+    mine = specialize_call(fn, _mine(values))
+    assert (mine.signature, mine.constexprs, mine.attrs) == (sig, constexprs, attrs)
