@@ -18,7 +18,7 @@ import click
 from occupancy.core.errors import OccupancyError
 
 if TYPE_CHECKING:
-    from occupancy.output.serialize import MeasureRecord, TuningRecord
+    from occupancy.tune.records import MeasureRecord, TuningRecord
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 INT32_MAX = 2**31 - 1  # CUDA's sizes and counts are 32-bit ints: larger inputs are refused
@@ -329,7 +329,7 @@ def check(manifest: str, fmt: str, as_json: bool, output: str | None) -> None:
     register and spill rules kept. Exit 0 when all pass, 1 when any fails, 2 for a bad
     manifest. Example: occupancy check launches.yaml --format github
     """
-    from occupancy.build.toolchain import CheckResolver
+    from occupancy.build.resolve import CheckResolver
     from occupancy.gate.check import evaluate, exit_code, load_manifest
 
     if as_json:
@@ -352,7 +352,7 @@ def check(manifest: str, fmt: str, as_json: bool, output: str | None) -> None:
         else:
             _console().print(check_table(manifest, verdicts))
     else:
-        from occupancy.gate import ci_formats as formats
+        from occupancy.output import ci_formats as formats
 
         text = {"json": formats.check_json, "junit": formats.check_junit,
                 "github": formats.check_github, "sarif": formats.check_sarif}[fmt](manifest, verdicts)
@@ -396,7 +396,8 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     """
     import re
 
-    from occupancy.build.toolchain import arch_of, list_resources
+    from occupancy.build.builds import arch_of
+    from occupancy.build.resolve import list_resources
 
     devs = []
     if devices_:
@@ -650,7 +651,7 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
         from occupancy.output.terminal import measure_view
 
         _console().print(measure_view(shipped))
-    from occupancy.output.serialize import measure_failures, tuning_failures
+    from occupancy.tune.records import measure_failures, tuning_failures
 
     bad = tuning_failures(tuned) if tuned is not None else \
         measure_failures(shipped) if shipped is not None else []
@@ -760,7 +761,7 @@ def report(devices_: tuple[str, ...], threads: tuple[int, ...], regs: int, smem:
         tiles = [analyze(d, tile_kernel, size) for d in devs]
     verdicts = None
     if manifest:
-        from occupancy.build.toolchain import CheckResolver
+        from occupancy.build.resolve import CheckResolver
         from occupancy.gate.check import evaluate, load_manifest
 
         m = load_manifest(manifest)

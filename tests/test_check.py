@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from occupancy import load_device
-from occupancy.build.toolchain import CheckResolver
+from occupancy.build.resolve import CheckResolver
 from occupancy.cli import main
 from occupancy.gate.check import ManifestError, Verdict, evaluate, load_manifest
 
@@ -281,7 +281,8 @@ def test_ptxas_log_entries(tmp_path: Path) -> None:
 
 
 def test_cubin_shared_size_and_the_reserved_kb(tmp_path: Path) -> None:
-    from occupancy.build.toolchain import nvcc_path, read_binary, resources_for_device
+    from occupancy.build.compilers import nvcc_path
+    from occupancy.build.images import read_binary, resources_for_device
 
     nvcc = nvcc_path()
     if nvcc is None:

@@ -119,7 +119,7 @@ def test_check_cluster_key(tmp_path: Path) -> None:
 
 
 def test_cluster_dims_from_the_build(tmp_path: Path) -> None:
-    from occupancy.build.toolchain import nvcc_path
+    from occupancy.build.compilers import nvcc_path
 
     if nvcc_path() is None:
         pytest.skip("nvcc not found")

@@ -32,7 +32,8 @@ def dev(cp: Any) -> Device:
 
 
 def _function(cp: Any, dev: Device, source: str, name: str, defines: dict[str, int]) -> Any:
-    from occupancy.build.toolchain import build_cubin, make_build
+    from occupancy.build.builds import build_cubin
+    from occupancy.build.compilers import make_build
     from occupancy.gpu.measure import load_function
 
     build = make_build(ROOT / "kernels" / source, f"sm_{dev.cc_major}{dev.cc_minor}",

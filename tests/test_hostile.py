@@ -242,7 +242,8 @@ def test_dangling_profile_link_is_skipped_with_a_warning(tmp_path: Path) -> None
 
 
 def test_corrupt_cache_entry_is_recompiled(tmp_path: Path) -> None:
-    from occupancy.build.toolchain import compile_resources, nvcc_path
+    from occupancy.build.builds import compile_resources
+    from occupancy.build.compilers import nvcc_path
 
     if nvcc_path() is None:
         pytest.skip("nvcc not found")

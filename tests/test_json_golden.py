@@ -96,7 +96,7 @@ def test_plot_json() -> None:
 def test_tune_and_resources_json() -> None:
     """Registers come from nvcc 13.0 for sm_90 (the CI machine's), so these pin the real
     compiler's numbers too."""
-    from occupancy.build.toolchain import nvcc_path, tool_version
+    from occupancy.build.compilers import nvcc_path, tool_version
 
     nvcc = nvcc_path()
     if nvcc is None or tool_version(nvcc) != "13.0":

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from occupancy.build.binaries import _load_batches
-from occupancy.build.toolchain import build_ptx, make_build, nvcc_path
+from occupancy.build.builds import build_ptx
+from occupancy.build.compilers import make_build, nvcc_path
 from occupancy.core.banks import bank_conflicts
 from occupancy.tune.ptxsim import ARRAY_STRIDE, MAX_STEPS, PtxError, block_sample, parse_kernel, run_warp
 

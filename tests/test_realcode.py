@@ -12,16 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from occupancy import load_device
-from occupancy.build.toolchain import (
-    Build,
-    CheckResolver,
-    _nvrtc_ptx,
-    make_build,
-    nvcc_path,
-    nvrtc_compiler,
-    read_binary,
-    resources_for_device,
-)
+from occupancy.build.builds import _nvrtc_ptx
+from occupancy.build.compilers import Build, make_build, nvcc_path, nvrtc_compiler
+from occupancy.build.images import read_binary, resources_for_device
+from occupancy.build.resolve import CheckResolver
 from occupancy.cli import main
 from occupancy.core.solver import solve
 from occupancy.gate.check import evaluate, load_manifest
@@ -249,7 +243,7 @@ def test_multi_arch_ptxas_log_is_read_per_arch(tmp_path: Path) -> None:
 
 def test_binaries_per_arch_sass_jit_and_errors(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
-    from occupancy.build.toolchain import cuobjdump_path
+    from occupancy.build.images import cuobjdump_path
 
     _need(cuobjdump_path(), "cuobjdump (the compiler extra)")
     src = str(PROJECT / "src" / "kernels.cu")

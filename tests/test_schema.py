@@ -47,7 +47,7 @@ def test_check_and_multi_device_outputs(tmp_path: Path) -> None:
 
 
 def test_tune_and_resources_outputs() -> None:
-    from occupancy.build.toolchain import nvcc_path
+    from occupancy.build.compilers import nvcc_path
 
     if nvcc_path() is None:
         pytest.skip("nvcc not found")
@@ -86,8 +86,9 @@ def test_measure_builders_and_pass_rules() -> None:
     """serialize builds the records gpu.py returns: the same shape as the committed ones,
     the rate by family, and the pass rule (verified and occupancy equal to the driver's)."""
     from occupancy import load_device
-    from occupancy.output.serialize import measure_failures, measure_result, timing
+    from occupancy.gpu.results import measure_result
     from occupancy.tune.advisor import _resources, candidate_occupancy
+    from occupancy.tune.records import measure_failures, timing
     from occupancy.tune.shipped import candidates
 
     dev = load_device("h200")
@@ -132,8 +133,9 @@ def test_tuning_record_builders() -> None:
     """The tuning record gpu.measure_tuning returns, built from a real ranking with made-up
     timings: the schema's shape, the fastest among verified points only, the pass rule."""
     from occupancy import load_device
-    from occupancy.build.toolchain import nvcc_path
-    from occupancy.output.serialize import timing, tuning_failures, tuning_record, tuning_result
+    from occupancy.build.compilers import nvcc_path
+    from occupancy.gpu.results import tuning_record, tuning_result
+    from occupancy.tune.records import timing, tuning_failures
     from occupancy.tune.spaces import load_tuning, points, rank
 
     if nvcc_path() is None:

@@ -74,7 +74,7 @@ def test_every_profile_without_a_gpu(dev: str, kernel: str) -> None:
 
 
 def test_estimates_are_marked_without_a_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
-    import occupancy.build.toolchain as tc
+    import occupancy.build.builds as tc
 
     monkeypatch.setattr(tc, "compiler_for", lambda arch: None)
     report = analyze(load_device("v100"), "matmul", 2048)

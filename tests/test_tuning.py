@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from occupancy import load_device
-from occupancy.build.toolchain import nvcc_path, nvrtc_compiler
+from occupancy.build.compilers import nvcc_path, nvrtc_compiler
 from occupancy.cli import main
 from occupancy.core.errors import OccupancyError
 from occupancy.inputs.expr import ExprError, parse
@@ -58,7 +58,8 @@ def test_sgemm_space_registers_equal_ptxas(tmp_path: Path) -> None:
             c = nvrtc_compiler()
             if c is None:
                 pytest.skip("NVRTC 12.9 not installed (the compiler extra)")
-            from occupancy.build.toolchain import _nvrtc_ptx, make_build
+            from occupancy.build.builds import _nvrtc_ptx
+            from occupancy.build.compilers import make_build
 
             b = make_build(inst, arch)
             ptx, _ = _nvrtc_ptx(c, b, inst.read_text())

@@ -11,7 +11,6 @@ import pytest
 
 from occupancy.build.names import match_kernel, normalize, qualified_name
 from occupancy.core.errors import OccupancyError
-from occupancy.gate.ci_formats import _gh_escape
 from occupancy.inputs.safety import (
     check_define_name,
     check_flag_token,
@@ -26,6 +25,7 @@ from occupancy.inputs.safety import (
     xml_text,
 )
 from occupancy.inputs.units import parse_block, parse_bytes
+from occupancy.output.ci_formats import _gh_escape
 
 
 @pytest.mark.parametrize(("text", "want"), [

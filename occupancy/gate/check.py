@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +20,10 @@ from occupancy.build.resources import KernelResources
 from occupancy.core.device import Device
 from occupancy.core.errors import FileError, OccupancyError
 from occupancy.core.solver import LIMIT_NAMES, OccupancyResult, cliffs, solve
+from occupancy.core.words import limiters, pct
 from occupancy.inputs.files import YamlDoc, read_yaml
 from occupancy.inputs.profiles import load_device
 from occupancy.inputs.safety import INT32_MAX, check_define_name, define_value, inert
-from occupancy.output.rows import limiters, pct
 
 
 class ManifestError(FileError):
@@ -195,7 +195,7 @@ def _dirs(v: Any, base: Path, line: int | None) -> tuple[str, ...]:
 def _flags(v: Any, line: int | None) -> tuple[str, ...]:
     if not isinstance(v, list) or len(v) > 256:
         raise _EntryError("flags must be a list, e.g. [-std=c++17, -rdc=true]", line)
-    from occupancy.build.toolchain import check_flags
+    from occupancy.build.compilers import check_flags
 
     try:
         fl, defs = check_flags(v, "flags")
@@ -528,3 +528,10 @@ def exit_code(verdicts: list[Verdict]) -> int:
     if any(v.status == "error" for v in verdicts):
         return 2
     return 0 if all(v.ok for v in verdicts) else 1
+
+
+def tally(verdicts: Sequence[Verdict]) -> tuple[int, int, int]:
+    """(passed, failed, errors)."""
+    passed = sum(v.status == "pass" for v in verdicts)
+    errors = sum(v.status == "error" for v in verdicts)
+    return passed, len(verdicts) - passed - errors, errors

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from occupancy.core.device import Device
-    from occupancy.output.serialize import MeasureRecord, MeasureResult, RunEnvironment, Timing, TuningRecord
+    from occupancy.tune.records import MeasureRecord, MeasureResult, RunEnvironment, Timing, TuningRecord
     from occupancy.tune.shipped import Candidate
     from occupancy.tune.spaces import TuneReport, TuneSpec
 
@@ -93,7 +93,7 @@ class Timer:
 
 
 def stats(ms: list[float]) -> Timing:
-    from occupancy.output.serialize import timing
+    from occupancy.tune.records import timing
 
     return timing(ms)
 
@@ -140,8 +140,9 @@ def load_function(cupy: Any, cubin: bytes, name: str) -> tuple[Any, Any]:
 def run_candidate(cupy: Any, timer: Timer, dev: Device, cand: Candidate, n: int, reps: int,
                   kdir: Path) -> MeasureResult:
     """Build, verify, time and ask the driver about one tile candidate."""
-    from occupancy.build.toolchain import build_cubin, compile_build, make_build
-    from occupancy.output.serialize import measure_result
+    from occupancy.build.builds import build_cubin, compile_build
+    from occupancy.build.compilers import make_build
+    from occupancy.gpu.results import measure_result
     from occupancy.tune.advisor import candidate_occupancy, predict_candidate
     from occupancy.tune.shipped import counts
 
@@ -421,7 +422,7 @@ def _reference_kernel(cupy: Any, rspec: TuneSpec, dev: Device, rng: Any
     """(module, run): the manifest's reference kernel built for the device (its first point
     if it has a space); run(inputs) launches it on the given input arrays and returns its
     outputs by name."""
-    from occupancy.build.toolchain import build_cubin
+    from occupancy.build.builds import build_cubin
     from occupancy.tune.spaces import _signature, check_args, points, rank
 
     pts, _ = points(rspec)
@@ -449,8 +450,8 @@ def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: in
     """Launch the top-K predicted points of a tuning report on GPU 0: random inputs from
     `args`, verified against `reference`, timed with CUDA events (L2 flushed, median),
     with the driver's occupancy beside the prediction."""
-    from occupancy.build.toolchain import build_cubin
-    from occupancy.output.serialize import tuning_record, tuning_result
+    from occupancy.build.builds import build_cubin
+    from occupancy.gpu.results import tuning_record, tuning_result
     from occupancy.tune.spaces import _signature
 
     cp = cupy_module("measure")

@@ -13,24 +13,22 @@ from typing import TYPE_CHECKING, cast
 from occupancy.core.device import Device
 from occupancy.core.errors import FileError, OccupancyError
 from occupancy.core.version import __version__
+from occupancy.core.words import LIMITER_LABELS, limiters, pct
 from occupancy.gate.check import Verdict
 from occupancy.inputs.safety import inert, md, slug
 from occupancy.output.charts import svg_chart
 from occupancy.output.rows import (
     CHECK_HEAD,
-    LIMITER_LABELS,
     MEASURE_HEAD,
     TILE_HEAD,
     check_rows,
-    limiters,
     measure_rows,
-    pct,
     tile_rows,
 )
 from occupancy.tune.advisor import TileReport
 
 if TYPE_CHECKING:
-    from occupancy.output.serialize import MeasureRecord
+    from occupancy.tune.records import MeasureRecord
 from occupancy.core.solver import LIMIT_NAMES, OccupancyResult
 from occupancy.core.whatif import Config, Curve, sweeps
 

@@ -3,31 +3,15 @@ tile, check and measure tables (text, Markdown and HTML build their tables from 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from occupancy.core.solver import LIMIT_NAMES
+from occupancy.core.words import pct
 
 if TYPE_CHECKING:
     from occupancy.gate.check import Verdict
-    from occupancy.output.serialize import MeasureResult
     from occupancy.tune.advisor import TileReport
-
-LIMITER_LABELS = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory",
-                  "blocks": "blocks", "barriers": "barriers",
-                  "virtual_resources": "virtual resources"}
-
-
-def pct(x: float) -> str:
-    """0.125 -> '12.5%', 0.5 -> '50%'."""
-    return f"{x * 100:.1f}%".replace(".0%", "%")
-
-
-def limiters(names: Iterable[str]) -> str:
-    """The limiters in the solver's order, as people read them ('shared memory')."""
-    chosen = set(names)
-    return ", ".join(LIMITER_LABELS[n] for n in LIMIT_NAMES if n in chosen)
-
+    from occupancy.tune.records import MeasureResult
 
 TILE_HEAD = ["candidate", "block", "regs", "smem B", "blk", "occ.", "ways", "pred. ms", "bound"]
 

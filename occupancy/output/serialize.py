@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from occupancy.core.device import Device
 from occupancy.core.solver import LIMIT_NAMES, Cliff, OccupancyResult
 
 if TYPE_CHECKING:
+    from occupancy.build.resolve import ListedKernel
     from occupancy.build.resources import KernelResources
-    from occupancy.build.toolchain import ListedKernel
     from occupancy.core.banks import BankResult
     from occupancy.core.best import BestAnswer
     from occupancy.core.clusters import ClusterResult
     from occupancy.core.whatif import Config, Curve
     from occupancy.gate.check import Verdict
     from occupancy.tune.advisor import Analysis, TileReport
-    from occupancy.tune.model import Prediction
-    from occupancy.tune.shipped import Candidate
     from occupancy.tune.spaces import Ranked, TuneReport
 
 
@@ -282,181 +280,8 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
 
 
 def check_dict(manifest: str, verdicts: Sequence[Verdict]) -> dict[str, Any]:
-    from occupancy.gate.ci_formats import tally
+    from occupancy.gate.check import tally
 
     passed, failed, errors = tally(verdicts)
     return {"manifest": manifest, "results": [verdict_dict(v) for v in verdicts],
             "passed": passed, "failed": failed, "errors": errors}
-
-
-# --- measure records (GPU runs; also read back by `report` and `measure`'s pass rule) -------
-
-
-class Timing(TypedDict):
-    """CUDA-event times of one kernel, milliseconds, over `runs` launches (L2 flushed)."""
-
-    median_ms: float
-    p10_ms: float
-    p90_ms: float
-    min_ms: float
-    runs: int
-
-
-class RunEnvironment(TypedDict):
-    date: str
-    device: str
-    compute_capability: str
-    driver_version: str
-    runtime_version: int
-    cupy_version: str
-    python: str
-
-
-class _Rate(TypedDict, total=False):
-    tflops: float  # matmul
-    gb_s: float  # transpose: bytes read and written per second
-
-
-class MeasureResult(_Rate):
-    """One shipped candidate on the GPU: prediction, driver, verification and time."""
-
-    kernel: str
-    variant: str
-    label: str
-    function: str
-    defines: dict[str, int]
-    block: list[int]
-    grid: list[int]
-    n: int
-    registers_per_thread: int  # the driver's
-    registers_predicted: int  # the compiler report the model used
-    static_shared_memory: int
-    max_threads_per_block: int
-    predicted_active_blocks_per_sm: int
-    driver_active_blocks_per_sm: int
-    occupancy_match: bool
-    occupancy: float
-    verified: bool
-    verification: dict[str, Any]
-    predicted_ms: float | None
-    predicted_bound: str | None
-    measured: Timing
-    error: float | None  # predicted / measured - 1
-    percent_of_ceiling: float
-
-
-class MeasureRecord(RunEnvironment):
-    n_matmul: int
-    n_transpose: int
-    reps: int
-    ceilings: dict[str, Any]
-    results: list[MeasureResult]
-
-
-class TuningResult(TypedDict):
-    """One point of a user's tuning space on the GPU."""
-
-    params: dict[str, Any]
-    function: str
-    predicted_rank: int
-    predicted_ms: float | None
-    measured: Timing
-    error: float | None
-    verified: bool | None  # None: no reference to verify against
-    relative_error: float | None
-    predicted_active_blocks_per_sm: int
-    driver_active_blocks_per_sm: int
-    occupancy_match: bool
-    registers_per_thread: int
-
-
-class TuningRecord(RunEnvironment):
-    kernel: str
-    problem: dict[str, int]
-    reps: int
-    results: list[TuningResult]
-    pruned: list[dict[str, Any]]
-    fastest: dict[str, Any] | None
-
-
-def timing(ms: Sequence[float]) -> Timing:
-    """Median, 10th and 90th percentiles (nearest rank) and minimum of a run's times."""
-    s = sorted(ms)
-
-    def q(p: float) -> float:
-        return s[min(len(s) - 1, max(0, round(p * (len(s) - 1))))]
-
-    return {"median_ms": q(0.5), "p10_ms": q(0.1), "p90_ms": q(0.9), "min_ms": s[0], "runs": len(s)}
-
-
-def measure_result(c: Candidate, n: int, grid: Sequence[int], res: KernelResources,
-                   occ: OccupancyResult, pred: Prediction | None, driver: dict[str, int],
-                   verified: bool, verification: dict[str, Any], t: Timing,
-                   work: dict[str, float]) -> MeasureResult:
-    """driver: the function's registers_per_thread, static_shared_memory,
-    max_threads_per_block and active_blocks_per_sm as the driver reports them; work: the
-    launch's {"flops": ..} (matmul) or {"bytes": ..} (transpose)."""
-    out: MeasureResult = {
-        "kernel": c.kernel, "variant": c.variant, "label": c.label, "function": c.function,
-        "defines": dict(c.defines), "block": list(c.block), "grid": list(grid), "n": n,
-        "registers_per_thread": driver["registers_per_thread"],
-        "registers_predicted": res.registers_per_thread,
-        "static_shared_memory": driver["static_shared_memory"],
-        "max_threads_per_block": driver["max_threads_per_block"],
-        "predicted_active_blocks_per_sm": occ.active_blocks_per_sm,
-        "driver_active_blocks_per_sm": driver["active_blocks_per_sm"],
-        "occupancy_match": occ.active_blocks_per_sm == driver["active_blocks_per_sm"],
-        "occupancy": occ.occupancy, "verified": verified, "verification": verification,
-        "predicted_ms": pred.predicted_ms if pred else None,
-        "predicted_bound": pred.bound if pred else None, "measured": t,
-        "error": (pred.predicted_ms / t["median_ms"] - 1) if pred else None,
-        "percent_of_ceiling": 0.0,  # set once the run's ceilings are known
-    }
-    seconds = t["median_ms"] * 1e-3
-    if "flops" in work:
-        out["tflops"] = work["flops"] / seconds / 1e12
-    else:
-        out["gb_s"] = work["bytes"] / seconds / 1e9
-    return out
-
-
-def tuning_result(r: Ranked, rank: int, t: Timing, verified: bool | None,
-                  relative_error: float | None, driver_blocks: int) -> TuningResult:
-    assert r.occupancy is not None and r.resources is not None
-    pred = r.prediction.predicted_ms if r.prediction else None
-    return {
-        "params": dict(r.point.params), "function": r.point.function, "predicted_rank": rank,
-        "predicted_ms": pred, "measured": t,
-        "error": None if pred is None else pred / t["median_ms"] - 1,
-        "verified": verified, "relative_error": relative_error,
-        "predicted_active_blocks_per_sm": r.occupancy.active_blocks_per_sm,
-        "driver_active_blocks_per_sm": driver_blocks,
-        "occupancy_match": driver_blocks == r.occupancy.active_blocks_per_sm,
-        "registers_per_thread": r.resources.registers_per_thread,
-    }
-
-
-def tuning_record(env: RunEnvironment, report: TuneReport, reps: int,
-                  results: list[TuningResult]) -> TuningRecord:
-    ok = [x for x in results if x["verified"] is not False]
-    fastest = min(ok, key=lambda x: x["measured"]["median_ms"]) if ok else None
-    return {
-        **env, "kernel": report.spec.name, "problem": dict(report.spec.problem), "reps": reps,
-        "results": results,
-        "pruned": [{"params": dict(r.point.params), "reasons": list(r.reasons)}
-                   for r in report.ranked if r.pruned],
-        "fastest": None if fastest is None else {
-            "params": fastest["params"], "median_ms": fastest["measured"]["median_ms"],
-            "predicted_rank": fastest["predicted_rank"]},
-    }
-
-
-def measure_failures(rec: MeasureRecord) -> list[str]:
-    """measure's pass rule: every candidate verified, its occupancy the driver's."""
-    return [r["label"] for r in rec["results"] if not r["verified"] or not r["occupancy_match"]]
-
-
-def tuning_failures(rec: TuningRecord) -> list[str]:
-    """The same for a tuning space (a point with no reference to check against passes)."""
-    return [" ".join(f"{k}={v}" for k, v in r["params"].items()) for r in rec["results"]
-            if r["verified"] is False or not r["occupancy_match"]]

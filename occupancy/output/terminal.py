@@ -12,23 +12,21 @@ from rich.text import Text
 
 from occupancy.core.device import Device
 from occupancy.core.solver import LIMIT_NAMES, Cliff, OccupancyResult
+from occupancy.core.words import LIMITER_LABELS, limiters, pct
 from occupancy.output.rows import (
     CHECK_HEAD,
-    LIMITER_LABELS,
     MEASURE_HEAD,
     TILE_HEAD,
     check_rows,
-    limiters,
     measure_rows,
-    pct,
     tile_rows,
 )
 
 if TYPE_CHECKING:
-    from occupancy.build.toolchain import ListedKernel
+    from occupancy.build.resolve import ListedKernel
     from occupancy.core.best import BestAnswer
     from occupancy.gate.check import Verdict
-    from occupancy.output.serialize import MeasureRecord, TuningRecord
+    from occupancy.tune.records import MeasureRecord, TuningRecord
     from occupancy.tune.spaces import Ranked, TuneReport
 
 _LABEL = LIMITER_LABELS

@@ -10,13 +10,13 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from occupancy.build.builds import compile_or_estimate
 from occupancy.build.resources import CompilerUnavailable, KernelResources
-from occupancy.build.toolchain import compile_or_estimate
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.core.solver import OccupancyResult, solve
+from occupancy.core.words import limiters, pct
 from occupancy.inputs.files import data_dir
-from occupancy.output.rows import limiters, pct
 from occupancy.tune.model import MODEL_ERROR, ROOF_NAMES, Prediction, predict, predict_work
 from occupancy.tune.shipped import Candidate, Counts, candidates, counts
 
@@ -76,8 +76,10 @@ def work_prediction(dev: Device, c: Candidate, res: KernelResources, occ: Occupa
     run on the candidate's PTX (ptxsim), with its real launch (A, B, C or in, out; n).
     None where there is no build to read (estimated registers, or no nvdisasm for the SASS)
     or the PTX cannot be run."""
-    from occupancy.build.toolchain import arch_of, device_build, make_build, warp_traffic
+    from occupancy.build.builds import arch_of, device_build
+    from occupancy.build.compilers import make_build
     from occupancy.tune.ptxsim import ARRAY_STRIDE
+    from occupancy.tune.traffic import warp_traffic
 
     if "estimate" in res.source or res.loop_mix is None:
         return None

@@ -37,7 +37,7 @@ from occupancy.tune.model import MODEL_ERROR, Prediction, predict_work
 from occupancy.tune.ptxsim import Traffic
 
 if TYPE_CHECKING:
-    from occupancy.output.serialize import TuningRecord
+    from occupancy.tune.records import TuningRecord
 from occupancy.build.resources import KernelResources
 from occupancy.core.solver import OccupancyResult, solve
 from occupancy.inputs.safety import INT32_MAX, define_value, inert
@@ -428,8 +428,9 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
          ) -> TuneReport:
     """Compile every point for the device (one build per distinct set of -D macros, all its
     template instances at once, in parallel, cached), solve, prune, predict, rank."""
+    from occupancy.build.builds import arch_of, compile_build, device_build
+    from occupancy.build.compilers import make_build, parallel_map
     from occupancy.build.names import match_kernel
-    from occupancy.build.toolchain import arch_of, compile_build, device_build, make_build, parallel_map
 
     groups: dict[tuple[tuple[str, str], ...], list[Point]] = {}
     for pt in pts:
@@ -513,7 +514,7 @@ def traffic(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev: De
             ) -> Traffic | None:
     """One warp of the point run on its PTX (ptxsim), cached; None where there are no args,
     no PTX, or PTX the emulator cannot follow."""
-    from occupancy.build.toolchain import warp_traffic
+    from occupancy.tune.traffic import warp_traffic
 
     values = launch_values(spec, {**spec.problem, **pt.params})
     if values is None:

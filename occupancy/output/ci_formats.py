@@ -8,17 +8,10 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from occupancy.core.version import __version__
-from occupancy.gate.check import Verdict
+from occupancy.gate.check import Verdict, tally
 from occupancy.inputs.safety import one_line, xml_text
 
 RULE_ID = "occupancy/launch-config"
-
-
-def tally(verdicts: Sequence[Verdict]) -> tuple[int, int, int]:
-    """(passed, failed, errors)."""
-    passed = sum(v.status == "pass" for v in verdicts)
-    errors = sum(v.status == "error" for v in verdicts)
-    return passed, len(verdicts) - passed - errors, errors
 
 
 def check_json(manifest: str, verdicts: Sequence[Verdict]) -> str:

@@ -1,0 +1,107 @@
+"""The build cache on disk: keyed by the compiler, the arch, every flag, the tool's version and
+the content of every file the compiler read (its dependency output)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+from pathlib import Path
+
+from occupancy.build.compilers import Build, Compiler, nvdisasm_path
+from occupancy.build.resources import KernelResources
+from occupancy.core.version import __version__
+
+CACHE_FORMAT = 4  # what a cache entry holds; bump when KernelResources gains a field (4: PTX)
+
+def cache_dir() -> Path:
+    base = os.environ.get("OCCUPANCY_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "occupancy")
+    return Path(base) / "builds"
+
+
+def _sha(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _stat(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _deps_unchanged(deps: list[list[object]]) -> bool:
+    """Every file the compiler read is as it was: same stat, or else same content."""
+    for path, st, sha in deps:
+        assert isinstance(path, str)
+        if _stat(path) == st:
+            continue
+        if _sha(path) != sha:
+            return False
+    return True
+
+
+def _key(build: Build, compiler: Compiler) -> str:
+    text = _sha(build.source) or "missing"
+    # nvdisasm's presence decides whether the entry holds the SASS loop mix
+    blob = json.dumps([__version__, CACHE_FORMAT, compiler.label, compiler.path, nvdisasm_path(),
+                       build.arch,
+                       build.source, text, build.include_dirs, build.flags, build.defines,
+                       build.name_expressions])
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _cache_load(key: str) -> dict[str, KernelResources] | None:
+    path = cache_dir() / f"{key}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not _deps_unchanged(data["deps"]):
+            return None
+        out = {}
+        for k, v in data["kernels"].items():
+            dims = v.pop("cluster_dims", None)
+            mix = v.pop("loop_mix", None)
+            out[k] = KernelResources(**v, cluster_dims=(int(dims[0]), int(dims[1]), int(dims[2]))
+                                     if dims else None,
+                                     loop_mix=tuple((str(a), int(b)) for a, b in mix) if mix else None)
+        return out
+    except (OSError, ValueError, TypeError, KeyError, AssertionError, AttributeError):
+        return None  # missing or corrupt: compile again
+
+
+def _write_atomic(where: Path, name: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
+    with os.fdopen(fd, "wb") as fb:
+        fb.write(data)
+    os.replace(tmp, where / name)
+
+
+def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterable[str],
+                 cubin: bytes | None = None, ptx: str | None = None) -> None:
+    rows = []
+    for d in sorted(set(deps)):
+        st, sha = _stat(d), _sha(d)
+        if st is not None and sha is not None:
+            rows.append([d, st, sha])
+    try:
+        where = cache_dir()
+        where.mkdir(parents=True, exist_ok=True)
+        # the binaries first, so a json entry never points at a missing one
+        if cubin is not None:
+            _write_atomic(where, f"{key}.cubin", cubin)
+        if ptx is not None:
+            _write_atomic(where, f"{key}.ptx", ptx.encode())
+        blob = json.dumps({"kernels": {k: asdict(v) for k, v in kernels.items()}, "deps": rows})
+        _write_atomic(where, f"{key}.json", blob.encode())
+    except OSError:
+        pass  # a read-only home still works, only without the cache

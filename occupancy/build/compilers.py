@@ -1,0 +1,304 @@
+"""The compilers and CUDA tools: where they are, which one builds an arch, which flags they take.
+
+- nvcc (the user's: PATH, $CUDA_HOME/bin or /usr/local/cuda/bin) for every arch its
+  version targets (13.x: sm_75+, 12.x: sm_50+);
+- NVRTC 12.9 + ptxas 12.9 from the PyPI wheels (the `compiler` extra) for sm_50-sm_72
+  when no nvcc targets them (device code only);
+- cuobjdump, nvdisasm and a demangler. Flags come from a whitelist; nothing reaches a shell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TypeVar
+
+from occupancy.core.errors import OccupancyError
+from occupancy.inputs.safety import check_define_name, check_flag_token, define_value, inert, safe_path
+
+COMPILER_HINT = ("install a compiler: nvcc (CUDA 13 covers sm_75+, CUDA 12 sm_50+) on PATH or "
+                 "in $CUDA_HOME, or pip install 'occupancy[compiler]' (NVRTC + ptxas 12.9 for "
+                 "sm_50-sm_72)")
+TIMEOUT_S = 300  # one compile; a hung compiler must not hang CI forever
+
+# --- compilers ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Compiler:
+    kind: str  # "nvcc" or "nvrtc"
+    path: str  # nvcc, or libnvrtc.so
+    ptxas: str
+    version: str  # "13.0"
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.version}"
+
+    def targets(self, cc: int) -> bool:
+        major = int(self.version.split(".")[0]) if self.version[:1].isdigit() else 0
+        lowest = 75 if major >= 13 else 50 if major >= 12 else 35 if major >= 11 else 30
+        return cc >= lowest
+
+
+@cache
+def nvcc_path() -> str | None:
+    """The user's nvcc: PATH first, then $CUDA_HOME/bin, then /usr/local/cuda/bin."""
+    roots = (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
+    cands = [shutil.which("nvcc"), *[os.path.join(r, "bin", "nvcc") for r in roots if r]]
+    for c in cands:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return os.path.abspath(c)
+    return None
+
+
+@cache
+def tool_version(exe: str) -> str:
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True,
+                             timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    m = re.search(r"release (\d+\.\d+)", out)
+    return m.group(1) if m else "?"
+
+
+def _wheel_dir(package: str) -> Path | None:
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _executable(p: Path) -> bool:
+    if not p.is_file():
+        return False
+    if not os.access(p, os.X_OK):
+        try:
+            p.chmod(0o755)  # some wheel installers drop the executable bit
+        except OSError:
+            return False
+    return True
+
+
+@cache
+def nvcc_compiler() -> Compiler | None:
+    nvcc = nvcc_path()
+    if nvcc is None:
+        return None
+    ptxas = os.path.join(os.path.dirname(nvcc), "ptxas")
+    if not os.path.isfile(ptxas):
+        return None
+    return Compiler("nvcc", nvcc, ptxas, tool_version(nvcc))
+
+
+@cache
+def nvrtc_compiler() -> Compiler | None:
+    """NVRTC 12.9 and ptxas 12.9 from the nvidia-cuda-nvrtc-cu12 / -nvcc-cu12 wheels."""
+    nvrtc, nvcc = _wheel_dir("nvidia.cuda_nvrtc"), _wheel_dir("nvidia.cuda_nvcc")
+    if not nvrtc or not nvcc:
+        return None
+    lib, ptxas = nvrtc / "lib" / "libnvrtc.so.12", nvcc / "bin" / "ptxas"
+    if not lib.is_file() or not _executable(ptxas):
+        return None
+    return Compiler("nvrtc", str(lib), str(ptxas), tool_version(str(ptxas)))
+
+
+@cache
+def nvrtc_include_dirs() -> tuple[str, ...]:
+    """The CUDA 12 headers that match NVRTC 12.9: runtime, CCCL, and nvcc's crt/."""
+    out = []
+    for pkg in ("nvidia.cuda_runtime", "nvidia.cuda_cccl", "nvidia.cuda_nvcc"):
+        d = _wheel_dir(pkg)
+        if d and (d / "include").is_dir():
+            out.append(str(d / "include"))
+    return tuple(out)
+
+
+def compiler_for(arch: str) -> Compiler | None:
+    """The compiler that builds this arch: the user's nvcc where it can, else NVRTC."""
+    cc = int(re.sub(r"\D", "", arch) or 0)
+    for c in (nvcc_compiler(), nvrtc_compiler()):
+        if c is not None and c.targets(cc) and (c.kind == "nvcc" or 50 <= cc):
+            return c
+    return None
+
+
+# --- a build request ---------------------------------------------------------------------------
+
+# nvcc flags a manifest may give, with their NVRTC spelling (None: nvcc only, dropped there).
+_FLAG_RULES: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str | None]]] = [
+    (re.compile(r"--?std=(c\+\+(?:03|11|14|17|20))"), lambda m: f"-std={m.group(1)}"),
+    (re.compile(r"--?use_fast_math"), lambda m: "--use_fast_math"),
+    (re.compile(r"--?maxrregcount=(\d{1,3})"), lambda m: f"--maxrregcount={m.group(1)}"),
+    (re.compile(r"(?:-rdc|--relocatable-device-code)=(true|false)"),
+     lambda m: f"-rdc={m.group(1)}"),
+    (re.compile(r"-dc"), lambda m: "-rdc=true"),
+    (re.compile(r"(?:-G|--device-debug)"), lambda m: "-G"),
+    (re.compile(r"(?:-lineinfo|--generate-line-info)"), lambda m: "-lineinfo"),
+    (re.compile(r"--?(ftz|prec-div|prec-sqrt|fmad)=(true|false)"),
+     lambda m: f"--{m.group(1)}={m.group(2)}"),
+    (re.compile(r"--?(?:expt-relaxed-constexpr)"), lambda m: "--expt-relaxed-constexpr"),
+    (re.compile(r"--?(?:expt-extended-lambda|extended-lambda)"), lambda m: "--extended-lambda"),
+    (re.compile(r"--?extra-device-vectorization"), lambda m: "--extra-device-vectorization"),
+    (re.compile(r"--?restrict"), lambda m: "--restrict"),
+    (re.compile(r"-O[0-3]"), lambda m: None),  # host optimisation: no effect on device code
+    (re.compile(r"(?:-w|--disable-warnings)"), lambda m: "-w"),
+    (re.compile(r"(?:-Xptxas=|--ptxas-options=)(-O[0-3]|-dlcm=(?:ca|cg)|-dscm=(?:cg|cs|wt)|"
+                r"--allow-expensive-optimizations=(?:true|false)|-warn-spills|-warn-lmem-usage)"),
+     lambda m: None),
+]
+FLAG_HELP = ("-std=c++17, --use_fast_math, -maxrregcount=N, -rdc=true, -dc, -G, -lineinfo, "
+             "--ftz/--prec-div/--prec-sqrt/--fmad=true|false, --expt-relaxed-constexpr, "
+             "--extended-lambda, --restrict, -O0..3, -Xptxas=-O0..3|-dlcm=ca|cg, -DNAME=VALUE, "
+             "-UNAME (include folders go in include_dirs)")
+
+
+def check_flags(flags: Sequence[object], where: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Validate manifest flags against the whitelist; -D/-U become defines (typed)."""
+    out: list[str] = []
+    defines: dict[str, str] = {}
+    for f in flags:
+        if not isinstance(f, str):
+            raise OccupancyError(f"{where}: each flag is a string like '-std=c++17', got {f!r}")
+        check_flag_token(f, where)
+        m = re.fullmatch(r"-D([^=]*)(?:=(.*))?", f)
+        if m:
+            name = check_define_name(m.group(1), where)
+            defines[name] = define_value(m.group(2) if m.group(2) is not None else "1", where)
+            continue
+        if re.fullmatch(r"-U[A-Za-z_]\w*", f) or any(rx.fullmatch(f) for rx, _ in _FLAG_RULES):
+            out.append(f)
+            continue
+        raise OccupancyError(f"{where}: flag {inert(f)} is not accepted (flags that choose the "
+                             f"arch, write files or run programs are refused); accepted: {FLAG_HELP}")
+    return tuple(out), defines
+
+
+@dataclass(frozen=True)
+class Build:
+    """One source to compile for one architecture, as the project builds it."""
+
+    source: str  # absolute, safe
+    shown: str  # as the user wrote it, for messages
+    arch: str  # "sm_61"
+    include_dirs: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    defines: tuple[tuple[str, str], ...] = ()
+    name_expressions: tuple[str, ...] = ()  # template instances NVRTC must instantiate
+
+    @property
+    def rdc(self) -> bool:
+        return any(f in ("-dc", "-rdc=true", "--relocatable-device-code=true") for f in self.flags)
+
+
+def make_build(source: str | os.PathLike[str], arch: str, *, shown: str | None = None,
+               include_dirs: Iterable[str] = (), flags: Sequence[object] = (),
+               defines: Mapping[str, object] | Mapping[object, object] | None = None,
+               name_expressions: Iterable[str] = ()) -> Build:
+    """Validate everything that will reach a compiler's command line."""
+    where = shown or os.fspath(source)
+    src = safe_path(source, f"{inert(where)}: source")
+    incs = tuple(safe_path(d, f"{inert(where)}: include_dirs") for d in include_dirs)
+    fl, from_flags = check_flags(flags, f"{inert(where)}: flags")
+    defs: dict[str, str] = dict(from_flags)
+    for k, v in (defines or {}).items():
+        defs[check_define_name(k, f"{inert(where)}: defines")] = define_value(
+            v, f"{inert(where)}: defines.{k}")
+    return Build(src, where, arch, incs, fl, tuple(sorted(defs.items())),
+                 tuple(sorted(set(name_expressions))))
+
+
+# --- cache ---------------------------------------------------------------------------------------
+
+
+
+@cache
+def cuda_tool(name: str) -> str | None:
+    """A CUDA binary tool (cuobjdump, nvdisasm) from PATH, beside nvcc, or an nvidia-cuda-*
+    wheel (the compiler extra)."""
+    exe = shutil.which(name)
+    if exe:
+        return exe
+    nvcc = nvcc_path()
+    cands = [Path(os.path.dirname(nvcc), name)] if nvcc else []
+    root = _wheel_dir("nvidia")
+    if root:
+        cands += sorted(root.glob(f"cu*/bin/{name}"))
+    return next((str(c) for c in cands if _executable(c)), None)
+
+
+def nvdisasm_path() -> str | None:
+    return cuda_tool("nvdisasm")
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R | BaseException]:
+    """fn over items, one worker per core (compilers are separate processes); an item's
+    exception is returned in its place, so one bad entry never stops the others."""
+    def safe(x: T) -> R | BaseException:
+        try:
+            return fn(x)
+        except Exception as exc:  # noqa: BLE001 - handed back to the caller per item
+            return exc
+
+    if len(items) <= 1:
+        return [safe(x) for x in items]
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        return list(pool.map(safe, items))
+
+
+# --- names -------------------------------------------------------------------------------------
+
+
+@cache
+def _demangler() -> str | None:
+    for name in ("cu++filt", "c++filt"):
+        exe = shutil.which(name)
+        if exe:
+            return exe
+    nvcc = nvcc_path()
+    if nvcc and os.path.isfile(os.path.join(os.path.dirname(nvcc), "cu++filt")):
+        return os.path.join(os.path.dirname(nvcc), "cu++filt")
+    return None
+
+
+def demangle(names: Sequence[str]) -> dict[str, str]:
+    """Mangled -> demangled, with a real demangler (cu++filt or c++filt) reading stdin, so a
+    hostile symbol is never an argument. Without one, names stay as they are."""
+    todo = [n for n in names if n.startswith("_Z") and "\n" not in n]
+    out = {n: n for n in names}
+    exe = _demangler()
+    if not todo or exe is None:
+        return out
+    try:
+        r = subprocess.run([exe], input="\n".join(todo) + "\n", capture_output=True, text=True,
+                           timeout=60, errors="replace")
+    except (OSError, subprocess.TimeoutExpired):
+        return out
+    lines = r.stdout.splitlines()
+    if len(lines) == len(todo):
+        out.update(zip(todo, lines, strict=True))
+    return out
+
+
+# --- binaries ------------------------------------------------------------------------------------
+
+
+def cuobjdump_path() -> str | None:
+    return cuda_tool("cuobjdump")

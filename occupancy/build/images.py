@@ -1,0 +1,135 @@
+"""Reading built binaries into resources per device: cubins, fatbins, executables and
+libraries (the SASS the driver would load, else their PTX compiled with ptxas for the device)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from occupancy.build.binaries import kind_of, parse_cubin, ptx_target, static_shared_from_cubin
+from occupancy.build.builds import _combine, _run
+from occupancy.build.compilers import COMPILER_HINT, Build, compiler_for, cuda_tool
+from occupancy.build.resources import CompilerUnavailable, KernelResources
+from occupancy.core.device import Device
+from occupancy.core.errors import OccupancyError
+from occupancy.inputs.safety import inert
+
+
+def cuobjdump_path() -> str | None:
+    return cuda_tool("cuobjdump")
+
+
+@dataclass(frozen=True)
+class BinaryImage:
+    """What a cubin, fatbin, executable or library holds: SASS per arch, PTX per arch."""
+
+    path: str
+    sass: dict[str, dict[str, KernelResources]] = field(default_factory=dict)
+    ptx: dict[str, str] = field(default_factory=dict)  # compute arch ("sm_80") -> PTX text
+
+
+def _cubin_resources(data: bytes, label: str, reserved: int = 1024
+                     ) -> tuple[str, dict[str, KernelResources]]:
+    cub = parse_cubin(data)
+    out = {}
+    for name, k in cub.kernels.items():
+        out[name] = KernelResources(name, k.registers, static_shared_from_cubin(k, cub.arch, reserved),
+                                    k.barriers, k.stack_frame_bytes, 0, 0, k.max_threads,
+                                    f"{label} {cub.arch}", spills_unknown=True,
+                                    cluster_dims=k.cluster_dims)
+    return cub.arch, out
+
+
+def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
+    """Take a binary apart: a bare cubin is read here; anything else through cuobjdump."""
+    kind = kind_of(data)
+    label = f"binary {inert(shown)}"
+    if kind == "cubin":
+        arch, res = _cubin_resources(data, label)
+        return BinaryImage(path, {arch: res})
+    if kind == "ptx":
+        text = data.decode("utf-8", errors="replace")
+        return BinaryImage(path, {}, {ptx_target(text) or "sm_52": text})
+    if kind not in ("fatbin", "host"):
+        raise OccupancyError(f"{inert(shown)}: not a cubin, fatbin, PTX file, executable or "
+                             "library")
+    exe = cuobjdump_path()
+    if exe is None:
+        raise CompilerUnavailable(f"{inert(shown)}: reading a fatbin needs cuobjdump: pip install "
+                                  "'occupancy[compiler]' or put the CUDA toolkit's bin/ on PATH")
+    sass: dict[str, dict[str, KernelResources]] = {}
+    ptx: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
+        # A copy under a plain name: the user's file name never reaches an argument slot.
+        local = os.path.join(tmp, "input.bin")
+        Path(local).write_bytes(data)
+        out_dir = os.path.join(tmp, "x")
+        os.mkdir(out_dir)
+        try:
+            for flag in ("-xelf", "-xptx"):
+                subprocess.run([exe, flag, "all", local], cwd=out_dir, capture_output=True,
+                               timeout=120, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise OccupancyError(f"{inert(shown)}: cuobjdump failed: {exc}") from None
+        for f in sorted(os.listdir(out_dir))[:512]:
+            p = os.path.join(out_dir, f)
+            if f.endswith(".cubin"):
+                try:
+                    arch, res = _cubin_resources(Path(p).read_bytes(), label)
+                except OccupancyError:
+                    continue
+                sass.setdefault(arch, {}).update(res)
+            elif f.endswith(".ptx"):
+                text = Path(p).read_text(errors="replace")
+                m = re.search(r"\.(sm_\d+)\.ptx$", f)
+                arch = ptx_target(text) or (m.group(1) if m else "sm_52")
+                ptx[arch] = text
+    if not sass and not ptx:
+        raise OccupancyError(f"{inert(shown)}: no CUDA kernels in it (no SASS and no PTX)")
+    return BinaryImage(path, sass, ptx)
+
+
+def _num(arch: str) -> int:
+    return int(re.sub(r"\D", "", arch) or 0)
+
+
+def resources_for_device(img: BinaryImage, dev: Device, shown: str
+                         ) -> dict[str, KernelResources]:
+    """What the driver would load on this device: SASS of the same major with the highest
+    minor <= the device's; else the newest PTX <= the device's arch, JIT-compiled here with
+    ptxas for it; else an error that names the file."""
+    want = dev.cc_major * 10 + dev.cc_minor
+    same = [a for a in img.sass if _num(a) // 10 == dev.cc_major and _num(a) <= want]
+    if same:
+        arch = max(same, key=_num)
+        return img.sass[arch]
+    ptxs = [a for a in img.ptx if _num(a) <= want]
+    if ptxs:
+        src_arch = max(ptxs, key=_num)
+        return jit_ptx(img.ptx[src_arch], src_arch, f"sm_{want}", shown)
+    have = ", ".join([f"SASS {a}" for a in sorted(img.sass, key=_num)]
+                     + [f"PTX compute_{a[3:]}" for a in sorted(img.ptx, key=_num)]) or "nothing"
+    raise OccupancyError(f"{inert(shown)}: nothing the driver can load on {dev.name} (sm_{want}): "
+                         f"it has {have}; build with -gencode arch=compute_{want},code=sm_{want}")
+
+
+def jit_ptx(ptx: str, src_arch: str, arch: str, shown: str) -> dict[str, KernelResources]:
+    """Compile a binary's PTX with ptxas for the device, as the driver's JIT would."""
+    cc = _num(arch)
+    c = compiler_for(arch)
+    if c is None:
+        raise CompilerUnavailable(f"{inert(shown)}: JIT of its PTX for {arch} needs ptxas: "
+                                  f"{COMPILER_HINT}")
+    build = Build(source="", shown=shown, arch=arch)
+    with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
+        ptx_path, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
+        Path(ptx_path).write_text(ptx)
+        r = _run([c.ptxas, f"-arch=sm_{cc}", "-v", ptx_path, "-o", cubin], build,
+                 f"ptxas {c.version} (JIT of compute_{src_arch[3:]})", cwd=tmp)
+        data = Path(cubin).read_bytes()
+    label = f"binary {inert(shown)} JIT from compute_{src_arch[3:]} by ptxas {c.version} for"
+    return _combine(r.stderr + r.stdout, data, replace(build, arch=arch), f"{label} {arch}", ptx)

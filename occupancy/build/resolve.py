@@ -1,0 +1,167 @@
+"""From a manifest entry to a kernel's resources on a device: the compiler, a ptxas log or a
+binary per kernel x device (check's resolver), and the `resources` listing."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from occupancy.build.binaries import kind_of
+from occupancy.build.builds import _estimate_label, arch_of, compile_build, device_build
+from occupancy.build.compilers import Build, demangle, make_build, parallel_map
+from occupancy.build.images import BinaryImage, _num, jit_ptx, read_binary, resources_for_device
+from occupancy.build.resources import KernelResources, parse_ptxas_log
+from occupancy.core.device import Device
+from occupancy.core.errors import FileError, OccupancyError
+from occupancy.inputs.safety import inert
+
+
+class CheckResolver:
+    """check's resolver: the compiler, a ptxas log or a binary, per kernel x device.
+    `prepare` compiles every distinct (source, flags, arch) of a manifest in parallel."""
+
+    def __init__(self) -> None:
+        self._builds: dict[Build, dict[str, KernelResources] | BaseException] = {}
+        self._files: dict[str, object] = {}
+
+    def _build(self, spec: object, dev: Device) -> Build:
+        from occupancy.gate.check import KernelSpec
+
+        assert isinstance(spec, KernelSpec) and spec.source is not None
+        fn = spec.function or spec.name
+        exprs = (fn,) if "<" in fn and not fn.startswith("_Z") else ()
+        b = make_build(spec.source, arch_of(dev), shown=spec.shown_source or spec.source,
+                       include_dirs=spec.include_dirs, flags=spec.flags, defines=spec.defines,
+                       name_expressions=exprs)
+        return device_build(b, dev)
+
+    def prepare(self, pairs: Sequence[tuple[object, Device]]) -> None:
+        todo: list[Build] = []
+        for spec, dev in pairs:
+            if getattr(spec, "source", None):
+                try:
+                    b = self._build(spec, dev)
+                except OccupancyError:
+                    continue  # reported per verdict when resolved
+                if b not in self._builds and b not in todo:
+                    todo.append(b)
+        for b, res in zip(todo, parallel_map(compile_build, todo), strict=True):
+            self._builds[b] = res
+
+    def _compiled(self, b: Build) -> dict[str, KernelResources]:
+        if b not in self._builds:
+            self._builds[b] = parallel_map(compile_build, [b])[0]
+        res = self._builds[b]
+        if isinstance(res, BaseException):
+            raise res
+        return res
+
+    def _file(self, path: str, shown: str, kind: str) -> object:
+        from occupancy.inputs.files import LOG_CAP, read_bytes
+
+        if path not in self._files:
+            data = read_bytes(path, FileError, LOG_CAP, "check the manifest's path", kind)
+            if kind == "ptxas log":
+                self._files[path] = parse_ptxas_log(data.decode("utf-8", errors="replace"),
+                                                    label=f"ptxas log {inert(shown)}")
+            else:
+                self._files[path] = read_binary(path, shown, data)
+        return self._files[path]
+
+    def __call__(self, spec: object, dev: Device) -> KernelResources:
+        from occupancy.build.names import match_kernel
+        from occupancy.build.resources import log_section
+        from occupancy.gate.check import KernelSpec, given_resources
+
+        assert isinstance(spec, KernelSpec)
+        arch = arch_of(dev)
+        where = f"kernel '{inert(spec.name)}'"
+        if spec.source:
+            b = self._build(spec, dev)
+            found = _estimate_label(self._compiled(b), dev, b)
+            where += f" ({inert(b.shown)} for {b.arch})"
+        elif spec.ptxas_log:
+            shown = _shown(spec.ptxas_log)
+            sections = self._file(spec.ptxas_log, shown, "ptxas log")
+            assert isinstance(sections, dict)
+            found = log_section(sections, arch, f"ptxas log {inert(shown)}")
+            where += f" (ptxas log {inert(shown)}, {arch})"
+        elif spec.cubin:
+            shown = _shown(spec.cubin)
+            img = self._file(spec.cubin, shown, "binary")
+            assert isinstance(img, BinaryImage)
+            found = resources_for_device(img, dev, shown)
+            where += f" ({inert(shown)} for {arch})"
+        else:
+            return given_resources(spec)
+        names = {k: (v.demangled or k) for k, v in found.items()}
+        if any(k.startswith("_Z") and names[k] == k for k in names):
+            names.update(demangle([k for k in names if names[k] == k]))
+        mangled = match_kernel(spec.function or spec.name, names, where)
+        return replace(found[mangled], demangled=names[mangled])
+
+
+def _shown(path: str) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return path
+
+
+# --- `occupancy resources` -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListedKernel:
+    """One kernel of one file for one arch, as `occupancy resources` lists it."""
+
+    file: str
+    arch: str
+    resources: KernelResources
+
+
+def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[str] = (),
+                   flags: Sequence[str] = (), defines: Mapping[str, str] | None = None
+                   ) -> list[ListedKernel]:
+    """Every kernel in a .cu (compiled for each arch), a ptxas log (each section), or a
+    cubin / fatbin / executable / library (each SASS arch, and PTX JIT-compiled for the
+    archs asked for that have no SASS)."""
+    from occupancy.inputs.files import LOG_CAP, read_bytes
+
+    shown = path
+    if path.endswith((".cu", ".cuh", ".cpp", ".cc")):
+        out = []
+        for arch in archs:
+            found = compile_build(make_build(path, arch, shown=shown, include_dirs=include_dirs,
+                                             flags=flags, defines=defines))
+            out += [ListedKernel(shown, arch, r) for r in found.values()]
+        return out
+    data = read_bytes(path, FileError, LOG_CAP, "give a .cu, ptxas log, cubin, fatbin, "
+                      "executable or library", "file")
+    kind = kind_of(data)
+    out = []
+    if kind in ("cubin", "fatbin", "host", "ptx"):
+        img = read_binary(path, shown, data)
+        for arch in sorted(img.sass, key=_num):
+            out += [ListedKernel(shown, arch, r) for r in img.sass[arch].values()]
+        for arch in archs:
+            if arch in img.sass:
+                continue
+            ptxs = [a for a in img.ptx if _num(a) <= _num(arch)]
+            if ptxs:
+                src = max(ptxs, key=_num)
+                out += [ListedKernel(shown, arch, r)
+                        for r in jit_ptx(img.ptx[src], src, arch, shown).values()]
+    else:
+        sections = parse_ptxas_log(data.decode("utf-8", errors="replace"),
+                                   label=f"ptxas log {inert(shown)}")
+        if not sections:
+            raise OccupancyError(f"{inert(shown)}: no kernels found: give a .cu, a `ptxas -v` "
+                                 "log, a cubin, fatbin, executable or library")
+        for arch in sorted(sections, key=_num):
+            out += [ListedKernel(shown, arch or "?", r) for r in sections[arch].values()]
+    names = demangle([k.resources.function for k in out])
+    return [replace(k, resources=replace(k.resources, demangled=k.resources.demangled
+                                         or names.get(k.resources.function, k.resources.function)))
+            for k in out]

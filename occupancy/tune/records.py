@@ -1,0 +1,115 @@
+"""Measurement records of GPU runs: what `measure` writes, `--store` keeps, and `tile`,
+`report` and the pass rules read back (typed dicts, stable field names)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypedDict
+
+
+class Timing(TypedDict):
+    """CUDA-event times of one kernel, milliseconds, over `runs` launches (L2 flushed)."""
+
+    median_ms: float
+    p10_ms: float
+    p90_ms: float
+    min_ms: float
+    runs: int
+
+
+class RunEnvironment(TypedDict):
+    date: str
+    device: str
+    compute_capability: str
+    driver_version: str
+    runtime_version: int
+    cupy_version: str
+    python: str
+
+
+class _Rate(TypedDict, total=False):
+    tflops: float  # matmul
+    gb_s: float  # transpose: bytes read and written per second
+
+
+class MeasureResult(_Rate):
+    """One shipped candidate on the GPU: prediction, driver, verification and time."""
+
+    kernel: str
+    variant: str
+    label: str
+    function: str
+    defines: dict[str, int]
+    block: list[int]
+    grid: list[int]
+    n: int
+    registers_per_thread: int  # the driver's
+    registers_predicted: int  # the compiler report the model used
+    static_shared_memory: int
+    max_threads_per_block: int
+    predicted_active_blocks_per_sm: int
+    driver_active_blocks_per_sm: int
+    occupancy_match: bool
+    occupancy: float
+    verified: bool
+    verification: dict[str, Any]
+    predicted_ms: float | None
+    predicted_bound: str | None
+    measured: Timing
+    error: float | None  # predicted / measured - 1
+    percent_of_ceiling: float
+
+
+class MeasureRecord(RunEnvironment):
+    n_matmul: int
+    n_transpose: int
+    reps: int
+    ceilings: dict[str, Any]
+    results: list[MeasureResult]
+
+
+class TuningResult(TypedDict):
+    """One point of a user's tuning space on the GPU."""
+
+    params: dict[str, Any]
+    function: str
+    predicted_rank: int
+    predicted_ms: float | None
+    measured: Timing
+    error: float | None
+    verified: bool | None  # None: no reference to verify against
+    relative_error: float | None
+    predicted_active_blocks_per_sm: int
+    driver_active_blocks_per_sm: int
+    occupancy_match: bool
+    registers_per_thread: int
+
+
+class TuningRecord(RunEnvironment):
+    kernel: str
+    problem: dict[str, int]
+    reps: int
+    results: list[TuningResult]
+    pruned: list[dict[str, Any]]
+    fastest: dict[str, Any] | None
+
+
+def timing(ms: Sequence[float]) -> Timing:
+    """Median, 10th and 90th percentiles (nearest rank) and minimum of a run's times."""
+    s = sorted(ms)
+
+    def q(p: float) -> float:
+        return s[min(len(s) - 1, max(0, round(p * (len(s) - 1))))]
+
+    return {"median_ms": q(0.5), "p10_ms": q(0.1), "p90_ms": q(0.9), "min_ms": s[0], "runs": len(s)}
+
+
+def measure_failures(rec: MeasureRecord) -> list[str]:
+    """measure's pass rule: every candidate verified, its occupancy the driver's."""
+    return [r["label"] for r in rec["results"] if not r["verified"] or not r["occupancy_match"]]
+
+
+def tuning_failures(rec: TuningRecord) -> list[str]:
+    """The same for a tuning space (a point with no reference to check against passes)."""
+    return [" ".join(f"{k}={v}" for k, v in r["params"].items()) for r in rec["results"]
+            if r["verified"] is False or not r["occupancy_match"]]

@@ -1,0 +1,65 @@
+"""One warp of a built kernel run through its PTX (ptxsim), cached beside the build."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict
+from functools import cache
+from pathlib import Path
+
+from occupancy.build.builds import build_ptx
+from occupancy.build.cache import _write_atomic, cache_dir
+from occupancy.build.compilers import Build
+from occupancy.core.errors import OccupancyError
+from occupancy.core.version import __version__
+from occupancy.tune.ptxsim import Traffic
+
+
+@cache
+def _emulator_hash() -> str:
+    """Cached traffic is only as good as the code that counted it: ptxsim and banks."""
+    package = Path(__file__).resolve().parent.parent
+    return hashlib.sha256(b"".join((package / f).read_bytes() for f in ("tune/ptxsim.py", "core/banks.py"))
+                          ).hexdigest()[:16]
+
+
+def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: Sequence[int],
+                 grid: Sequence[int], banks: int, whole: bool = False) -> Traffic | None:
+    """One warp of a kernel of this build run on its PTX (ptxsim), with the launch's
+    argument values; cached beside the build by the PTX, the launch and the emulator's
+    code. None where there is no PTX or the emulator cannot follow it."""
+    from occupancy.tune.ptxsim import WARP, PtxError, Traffic, block_sample, run_warp
+
+    try:
+        ptx = build_ptx(build)
+    except OccupancyError:
+        return None
+    if not ptx:
+        return None
+    blob = json.dumps([__version__, _emulator_hash(), entry, list(args), list(block), list(grid),
+                       banks, whole, hashlib.sha256(ptx.encode()).hexdigest()])
+    path = cache_dir() / f"traffic-{hashlib.sha256(blob.encode()).hexdigest()}.json"
+    try:
+        return Traffic(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        pass  # not cached yet, or unreadable: run it
+    try:
+        t = run_warp(ptx, entry, args, block, grid, banks, whole=whole)
+    except PtxError:
+        return None  # the model goes on without the warp's addresses
+    last_warp = (math.prod(block) - 1) // WARP
+    if last_warp:
+        try:
+            t = block_sample(t, run_warp(ptx, entry, args, block, grid, banks, last_warp,
+                                         whole))
+        except PtxError:
+            pass  # warp 0 alone
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(path.parent, path.name, json.dumps(asdict(t)).encode())
+    except OSError:
+        pass
+    return t
