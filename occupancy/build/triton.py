@@ -372,10 +372,10 @@ def _compile_job(job: _Job) -> TritonKernel:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("OCCUPANCY_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "occupancy")
-    return Path(base) / "triton"
+    """Beside the CUDA build cache: <OCCUPANCY_CACHE_DIR or ~/.cache/occupancy>/triton."""
+    from occupancy.build.cache import cache_dir as builds
+
+    return builds().parent / "triton"
 
 
 def _source_hash(fn: Any, ref: KernelRef) -> str:
