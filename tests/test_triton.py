@@ -237,6 +237,9 @@ def test_cubin_registers_are_ptxas_own(tmp_path) -> None:
                            target=GPUTarget("cuda", cc, 32),
                            options={"num_warps": 4, "num_stages": 3})
         ours = from_compiled(k, cc)
+        assert from_compiled(k) == ours  # the target read from the cubin
+        dev = load_device("a100" if cc == 80 else "h200")
+        assert programs_per_sm(k, dev) == programs_per_sm(ours, dev) >= 1  # a CompiledKernel
         ptx = tmp_path / "k.ptx"
         ptx.write_text(k.asm["ptx"])
         arch = f"sm_{cc}a" if cc >= 90 else f"sm_{cc}"

@@ -215,7 +215,7 @@ def occupancy(kernel: Any, dev: Device, *, num_warps: int | None = None,
         res, warps, dyn = kernel, num_warps, shared
         ctas = kernel.cluster_dims[0] if kernel.cluster_dims else 1
     elif hasattr(kernel, "metadata") and hasattr(kernel, "asm"):
-        k = from_compiled(kernel, dev.compute_capability)
+        k = from_compiled(kernel)
         return occupancy(k, dev)
     else:
         raise OccupancyError(f"cannot read a Triton kernel from {type(kernel).__name__}")
@@ -262,13 +262,16 @@ def _cc_text(cc: str | int) -> str:
     return f"{n // 10}.{n % 10}"
 
 
-def from_compiled(k: Any, cc: str | int, config: TritonConfig | None = None,
+def from_compiled(k: Any, cc: str | int | None = None, config: TritonConfig | None = None,
                   seconds: float = 0.0) -> TritonKernel:
-    """A TritonKernel from triton.compile's CompiledKernel (or a launched kernel)."""
+    """A TritonKernel from triton.compile's CompiledKernel (or a launched kernel); cc
+    defaults to the target it was compiled for (its cubin's arch)."""
     from occupancy.build.binaries import parse_cubin, static_shared_from_cubin
 
     md = k.metadata
     cub = parse_cubin(k.asm["cubin"])
+    if cc is None:
+        cc = int(cub.arch[3:])
     ck = cub.kernels.get(md.name) or next(iter(cub.kernels.values()))
     cfg = config or TritonConfig((), md.num_warps, md.num_stages, getattr(md, "num_ctas", 1))
     return TritonKernel(
