@@ -147,9 +147,11 @@ class MoeProblem:
 
     def __init__(self, M: int, N: int, K: int, E: int, top_k: int, seed: int = 0) -> None:
         g = torch.Generator(device="cpu").manual_seed(seed)
+        gpu = torch.Generator(device="cuda").manual_seed(seed)
         self.M, self.N, self.K, self.E, self.top_k = M, N, K, E, top_k
-        self.a = torch.randn(M, K, generator=g).to("cuda", torch.float16)
-        self.b = (torch.randn(E, N, K, generator=g) / K ** 0.5).to("cuda", torch.float16)
+        self.a = torch.randn(M, K, generator=gpu, device="cuda", dtype=torch.float16)
+        self.b = torch.randn(E, N, K, generator=gpu, device="cuda", dtype=torch.float16)
+        self.b /= K ** 0.5
         self.c = torch.empty(M * top_k, N, device="cuda", dtype=torch.float16)
         self.topk_ids = torch.rand(M, E, generator=g).topk(top_k, dim=1).indices.flatten()
         self.weights = torch.rand(M * top_k, device="cuda", dtype=torch.float32)
