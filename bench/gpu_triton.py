@@ -400,6 +400,7 @@ def part_b(dev, cc: str, out: Path, top_k: int = 32) -> dict:  # type: ignore[no
         kernels += compile_configs(full_ref, desc, cfgs, [cc], constexprs=MOE_CONST,
                                    stats=stats, cache=False, timeout=300)
     compile_s = time.perf_counter() - t0
+    print(f"part B: {len(configs)} configs compiled in {compile_s:.1f} s", flush=True)
     t1 = time.perf_counter()
     row = device_row(kernels, dev, [M], gemm_predictor(N, K, E, top))
     table = build_table("fused_moe_kernel", triton.__version__, "M", {dev.key: row})
@@ -408,6 +409,7 @@ def part_b(dev, cc: str, out: Path, top_k: int = 32) -> dict:  # type: ignore[no
     # full autotuning: every config (compiles are Triton cache hits of the parallel step)
     full = tune(full_ref, configs, p)
     full["wall_s_with_parallel_compile"] = round(full["wall_s"] + compile_s, 2)
+    print(f"part B: full tuning {full['wall_s']} s, best {full['best_ms']:.4f} ms", flush=True)
     # with the hook: a fresh kernel object and a fresh Triton cache, so its compiles are real
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-hook-")
     hook = make_prune_hook(table, device=dev.key, top_k=top_k, size=lambda a: M)
