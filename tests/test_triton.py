@@ -247,8 +247,8 @@ def test_cubin_registers_are_ptxas_own(tmp_path) -> None:
                               str(ptx), "-o", str(tmp_path / "k.o")],
                              capture_output=True, text=True, check=True).stderr
         res = parse_ptxas_log(log)[arch]["matmul_kernel"]
-        assert (ours.registers, ours.stack_frame_bytes) == (res.registers_per_thread,
-                                                            res.stack_frame_bytes)
+        assert (ours.registers, ours.stack_frame_bytes, ours.barriers) == (
+            res.registers_per_thread, res.stack_frame_bytes, res.barriers)
 
 
 # --- fit, occupancy (no Triton needed) ------------------------------------------------------

@@ -278,9 +278,32 @@ def from_compiled(k: Any, cc: str | int | None = None, config: TritonConfig | No
         md.name, _cc_text(cc), cfg, shared=int(md.shared), registers=ck.registers,
         stack_frame_bytes=ck.stack_frame_bytes,
         static_shared=static_shared_from_cubin(ck, cub.arch, 1024),
-        barriers=max(ck.barriers, 1), max_threads=ck.max_threads,
+        barriers=max(ck.barriers, text_barriers(k.asm["cubin"], md.name), 1),
+        max_threads=ck.max_threads,
         tmem_size=int(getattr(md, "tmem_size", 0) or 0),
         triton_version=str(getattr(md, "triton_version", "")), seconds=seconds)
+
+
+def text_barriers(cubin: bytes, name: str) -> int:
+    """Barriers a kernel uses as its `.text.<name>` section's flags record them (bits
+    20-26): sm_80/sm_90 cubins from ptxas 12.x carry no EIATTR_NUM_BARRIERS record for
+    Triton kernels, only these bits. 0 where the section is not found."""
+    import struct
+
+    try:
+        shoff = struct.unpack_from("<Q", cubin, 0x28)[0]
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+        names_off = struct.unpack_from("<Q", cubin, shoff + shstrndx * shentsize + 24)[0]
+        want = f".text.{name}".encode()
+        for i in range(min(shnum, 65535)):
+            base = shoff + i * shentsize
+            name_off, _typ, flags = struct.unpack_from("<IIQ", cubin, base)
+            start = names_off + name_off
+            if cubin[start:start + len(want) + 1] == want + b"\0":
+                return (flags >> 20) & 0x7F
+    except struct.error:
+        return 0
+    return 0
 
 
 @dataclass(frozen=True)
