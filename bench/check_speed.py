@@ -36,7 +36,8 @@ def main() -> int:
     ap.add_argument("-n", type=int, default=5)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    from occupancy.gate.check import evaluate, load_manifest
+    from occupancy.gate.check import evaluate
+    from occupancy.inputs.manifest import load_manifest
 
     with tempfile.TemporaryDirectory() as tmp:
         m = Path(tmp) / "launches.yaml"

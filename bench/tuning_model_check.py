@@ -27,9 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from occupancy import load_device  # noqa: E402
+from occupancy.inputs.manifest.tuning import load_tuning  # noqa: E402
 from occupancy.tune.advisor import _resources, candidate_occupancy, predict_candidate  # noqa: E402
 from occupancy.tune.shipped import candidates, counts  # noqa: E402
-from occupancy.tune.spaces import load_tuning, points, rank  # noqa: E402
+from occupancy.tune.spaces import points, rank  # noqa: E402
 
 RES = ROOT / "bench" / "results"
 SGEMM, TRANSPOSE = "examples/sgemm/tune.yaml", "examples/transpose/tune.yaml"

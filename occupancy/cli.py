@@ -330,7 +330,8 @@ def check(manifest: str, fmt: str, as_json: bool, output: str | None) -> None:
     manifest. Example: occupancy check launches.yaml --format github
     """
     from occupancy.build.resolve import CheckResolver
-    from occupancy.gate.check import evaluate, exit_code, load_manifest
+    from occupancy.gate.check import evaluate, exit_code
+    from occupancy.inputs.manifest import load_manifest
 
     if as_json:
         fmt = "json"
@@ -484,7 +485,8 @@ def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[st
                              "give a shipped family, or MANIFEST --kernel NAME")
         raise InputError(f"{target}: give --kernel NAME (a tuning entry of the manifest), or "
                          "matmul / transpose for the shipped families")
-    from occupancy.tune.spaces import load_tuning, points, rank
+    from occupancy.inputs.manifest.tuning import load_tuning
+    from occupancy.tune.spaces import points, rank
 
     spec = load_tuning(target, kernel, _sets(sets))
     pts, removed = points(spec, max_points)
@@ -625,7 +627,8 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
                                  "transpose / all for the shipped families")
             from occupancy.core.device import from_cuda_properties
             from occupancy.gpu.measure import device_properties, measure_tuning
-            from occupancy.tune.spaces import load_tuning, points, rank
+            from occupancy.inputs.manifest.tuning import load_tuning
+            from occupancy.tune.spaces import points, rank
 
             spec = load_tuning(target, kernel, _sets(sets))
             inputs.append(target)
@@ -762,7 +765,8 @@ def report(devices_: tuple[str, ...], threads: tuple[int, ...], regs: int, smem:
     verdicts = None
     if manifest:
         from occupancy.build.resolve import CheckResolver
-        from occupancy.gate.check import evaluate, load_manifest
+        from occupancy.gate.check import evaluate
+        from occupancy.inputs.manifest import load_manifest
 
         m = load_manifest(manifest)
         resolver = CheckResolver()

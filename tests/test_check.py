@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from occupancy import load_device
 from occupancy.build.resolve import CheckResolver
 from occupancy.cli import main
-from occupancy.gate.check import ManifestError, Verdict, evaluate, load_manifest
+from occupancy.gate.check import Verdict, evaluate
+from occupancy.inputs.manifest import ManifestError, load_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -103,7 +103,8 @@ def test_measure_verifies_against_another_kernel(cp: Any, dev: Device, tmp_path:
     run on the same inputs (verified), and by a kernel that computes something else (not
     verified: alpha 2 instead of 1)."""
     from occupancy.gpu.measure import measure_tuning
-    from occupancy.tune.spaces import load_tuning, points, rank
+    from occupancy.inputs.manifest.tuning import load_tuning
+    from occupancy.tune.spaces import points, rank
     from tests.test_tuning import REFERENCE_ENTRY
 
     text = (ROOT / "examples/sgemm/tune.yaml").read_text()

@@ -18,7 +18,8 @@ from occupancy.build.images import read_binary, resources_for_device
 from occupancy.build.resolve import CheckResolver
 from occupancy.cli import main
 from occupancy.core.solver import solve
-from occupancy.gate.check import evaluate, load_manifest
+from occupancy.gate.check import evaluate
+from occupancy.inputs.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "tests" / "fixtures" / "project"

@@ -135,8 +135,9 @@ def test_tuning_record_builders() -> None:
     from occupancy import load_device
     from occupancy.build.compilers import nvcc_path
     from occupancy.gpu.results import tuning_record, tuning_result
+    from occupancy.inputs.manifest.tuning import load_tuning
     from occupancy.tune.records import timing, tuning_failures
-    from occupancy.tune.spaces import load_tuning, points, rank
+    from occupancy.tune.spaces import points, rank
 
     if nvcc_path() is None:
         pytest.skip("nvcc not found")

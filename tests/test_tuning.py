@@ -16,7 +16,8 @@ from occupancy.build.compilers import nvcc_path, nvrtc_compiler
 from occupancy.cli import main
 from occupancy.core.errors import OccupancyError
 from occupancy.inputs.expr import ExprError, parse
-from occupancy.tune.spaces import load_tuning, points, rank
+from occupancy.inputs.manifest.tuning import load_tuning
+from occupancy.tune.spaces import points, rank
 
 ROOT = Path(__file__).resolve().parent.parent
 SGEMM = ROOT / "examples" / "sgemm" / "tune.yaml"

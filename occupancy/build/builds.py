@@ -16,7 +16,6 @@ from pathlib import Path
 from occupancy.build.binaries import parse_cubin, ptx_entries
 from occupancy.build.cache import _cache_load, _cache_store, _key, cache_dir
 from occupancy.build.compilers import (
-    _FLAG_RULES,
     COMPILER_HINT,
     TIMEOUT_S,
     Build,
@@ -30,6 +29,7 @@ from occupancy.build.compilers import (
 from occupancy.build.resources import CompileError, CompilerUnavailable, KernelResources, parse_ptxas_log
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
+from occupancy.inputs.flags import FLAG_RULES
 from occupancy.inputs.safety import inert, safe_path
 
 _ERROR_LINES = 3
@@ -178,7 +178,7 @@ def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str
         opts = [f"--gpu-architecture=compute_{build.arch[3:]}", "-std=c++17",
                 *[f"-I{d}" for d in dirs], *[f"-D{k}={v}" for k, v in build.defines]]
         for f in build.flags:
-            for rx, spell in _FLAG_RULES:
+            for rx, spell in FLAG_RULES:
                 m = rx.fullmatch(f)
                 if m:
                     s = spell(m)

@@ -14,6 +14,7 @@ from occupancy.build.images import BinaryImage, _num, jit_ptx, read_binary, reso
 from occupancy.build.resources import KernelResources, parse_ptxas_log
 from occupancy.core.device import Device
 from occupancy.core.errors import FileError, OccupancyError
+from occupancy.inputs.manifest import KernelSpec
 from occupancy.inputs.safety import inert
 
 
@@ -25,10 +26,8 @@ class CheckResolver:
         self._builds: dict[Build, dict[str, KernelResources] | BaseException] = {}
         self._files: dict[str, object] = {}
 
-    def _build(self, spec: object, dev: Device) -> Build:
-        from occupancy.gate.check import KernelSpec
-
-        assert isinstance(spec, KernelSpec) and spec.source is not None
+    def _build(self, spec: KernelSpec, dev: Device) -> Build:
+        assert spec.source is not None
         fn = spec.function or spec.name
         exprs = (fn,) if "<" in fn and not fn.startswith("_Z") else ()
         b = make_build(spec.source, arch_of(dev), shown=spec.shown_source or spec.source,
@@ -36,7 +35,7 @@ class CheckResolver:
                        name_expressions=exprs)
         return device_build(b, dev)
 
-    def prepare(self, pairs: Sequence[tuple[object, Device]]) -> None:
+    def prepare(self, pairs: Sequence[tuple[KernelSpec, Device]]) -> None:
         todo: list[Build] = []
         for spec, dev in pairs:
             if getattr(spec, "source", None):
@@ -69,10 +68,9 @@ class CheckResolver:
                 self._files[path] = read_binary(path, shown, data)
         return self._files[path]
 
-    def __call__(self, spec: object, dev: Device) -> KernelResources:
+    def __call__(self, spec: KernelSpec, dev: Device) -> KernelResources:
         from occupancy.build.names import match_kernel
         from occupancy.build.resources import log_section
-        from occupancy.gate.check import KernelSpec, given_resources
 
         assert isinstance(spec, KernelSpec)
         arch = arch_of(dev)
@@ -165,3 +163,11 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
     return [replace(k, resources=replace(k.resources, demangled=k.resources.demangled
                                          or names.get(k.resources.function, k.resources.function)))
             for k in out]
+
+
+def given_resources(spec: KernelSpec) -> KernelResources:
+    """Resources written in the manifest as numbers."""
+    return KernelResources(spec.function or spec.name, spec.registers or 0,
+                           spec.static_shared_memory or 0, spec.barriers if spec.barriers is not None else 1,
+                           0, spec.spill_stores_bytes, spec.spill_loads_bytes,
+                           spec.max_threads_per_block, "manifest")

@@ -14,9 +14,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from occupancy.core.device import Device
+    from occupancy.inputs.manifest.tuning import TuneSpec
     from occupancy.tune.records import MeasureRecord, MeasureResult, RunEnvironment, Timing, TuningRecord
     from occupancy.tune.shipped import Candidate
-    from occupancy.tune.spaces import TuneReport, TuneSpec
+    from occupancy.tune.spaces import TuneReport
 
 GPU_HINT = "needs CuPy and an NVIDIA GPU: pip install 'occupancy[gpu]'"
 
@@ -354,7 +355,7 @@ def _launch_args(cupy: Any, spec: Any, env: dict[str, Any], params: list[str], r
     import math as _math
 
     from occupancy.inputs.expr import integer
-    from occupancy.tune.spaces import DTYPES, ArrayArg
+    from occupancy.inputs.manifest.tuning import DTYPES, ArrayArg
 
     cp = cupy
     args: list[Any] = []

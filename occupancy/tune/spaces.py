@@ -25,14 +25,12 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from occupancy.core.device import Device
 from occupancy.core.errors import FileError, OccupancyError
-from occupancy.gate.check import ManifestError, _defines_raw, _dirs, _flags, _unknown_key
-from occupancy.inputs.expr import Expr, ExprError, check_names, integer, parse
-from occupancy.inputs.files import read_yaml
+from occupancy.inputs.expr import Expr, ExprError, integer
+from occupancy.inputs.manifest.tuning import DTYPES, MAX_ARRAY_BYTES, MAX_POINTS, ArrayArg, TuneSpec
 from occupancy.tune.model import MODEL_ERROR, Prediction, predict_work
 from occupancy.tune.ptxsim import Traffic
 
@@ -40,54 +38,7 @@ if TYPE_CHECKING:
     from occupancy.tune.records import TuningRecord
 from occupancy.build.resources import KernelResources
 from occupancy.core.solver import OccupancyResult, solve
-from occupancy.inputs.safety import INT32_MAX, define_value, inert
-
-MAX_POINTS = 10_000
-MAX_ARRAY_BYTES = 64 << 30  # one argument of `measure`: more than any GPU here holds
-MAX_VALUES = 1_000
-DTYPES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8,
-          "int8": 1, "uint8": 1}
-_TUNE_KEYS = {"name", "source", "function", "defines", "include_dirs", "flags", "space",
-              "restrict", "problem", "block", "grid", "dynamic_shared_memory", "work", "args",
-              "reference", "tolerance", "devices", "min_occupancy", "no_spills", "carveout"}
-
-
-@dataclass(frozen=True)
-class ArrayArg:
-    name: str
-    dtype: str
-    shape: tuple[Expr, ...]
-    output: bool
-
-
-@dataclass(frozen=True)
-class TuneSpec:
-    """One tuning entry of a manifest, validated."""
-
-    name: str
-    manifest: str
-    line: int
-    source: str
-    shown_source: str
-    function: str
-    defines: Mapping[str, Expr | str]
-    include_dirs: tuple[str, ...]
-    flags: tuple[str, ...]
-    space: dict[str, tuple[Any, ...]]
-    restrict: tuple[Expr, ...]
-    problem: dict[str, int]
-    block: tuple[Expr, ...]
-    grid: tuple[Expr, ...]
-    dynamic_shared_memory: Expr
-    work: dict[str, Expr]
-    args: tuple[Expr | ArrayArg, ...]
-    reference: Expr | None
-    tolerance: float
-    carveout: int | None = None
-    # `reference: NAME` naming another entry of the manifest: that kernel, run once per
-    # point on the same inputs (its first point if it has a space), writes the expected
-    # values of every output the two share by name.
-    reference_kernel: TuneSpec | None = None
+from occupancy.inputs.safety import INT32_MAX, inert
 
 
 @dataclass(frozen=True)
@@ -141,199 +92,6 @@ class TuneReport:
     @property
     def recommended(self) -> Ranked | None:
         return next((r for r in self.ranked if not r.pruned), None)
-
-
-def _fail(spath: str, line: int | None, msg: str) -> ManifestError:
-    return ManifestError(msg, spath, line)
-
-
-def load_tuning(manifest: str | os.PathLike[str], kernel: str,
-                overrides: Mapping[str, int] | None = None, *, _as_reference: bool = False
-                ) -> TuneSpec:
-    """The tuning entry `kernel` of a manifest; `overrides` replace problem sizes (--set).
-    `reference: NAME` naming another entry loads that entry too (the reference kernel; it
-    may have no space: it runs as given)."""
-    p = Path(manifest)
-    spath = str(p)
-    doc = read_yaml(p, ManifestError, "give the path of a manifest with a tuning 'space:'",
-                    what="manifest")
-    data = doc.data
-    if not isinstance(data, dict) or not isinstance(data.get("kernels"), list):
-        raise _fail(spath, 1, "a manifest is a mapping with 'kernels:'")
-    entries = [(i, e) for i, e in enumerate(data["kernels"]) if isinstance(e, dict)]
-    found = [(i, e) for i, e in entries if e.get("name") == kernel]
-    tunable = sorted(str(e.get("name")) for _, e in entries if "space" in e)
-    if not found:
-        raise _fail(spath, doc.line("kernels"), f"no kernel '{inert(kernel)}' (tuning entries: "
-                    f"{', '.join(map(inert, tunable)) or 'none'}); --kernel names one")
-    i, e = found[0]
-
-    def line(*key: Any) -> int | None:
-        return doc.line("kernels", i, *key)
-
-    def fail(key: str, msg: str) -> ManifestError:
-        return _fail(spath, line(key), f"kernel '{inert(kernel)}': {key}: {msg}")
-
-    for key in e:
-        if key not in _TUNE_KEYS:
-            raise _fail(spath, line(str(key)), f"kernel '{inert(kernel)}': "
-                        + _unknown_key(key, _TUNE_KEYS))
-    for key in ("source", "block", "grid") if _as_reference else ("source", "space", "block",
-                                                                          "grid"):
-        if key not in e:
-            raise _fail(spath, line(), f"kernel '{inert(kernel)}': a tuning entry needs "
-                        f"'{key}:'")
-    src = e["source"]
-    if not isinstance(src, str) or not src or "\x00" in src:
-        raise fail("source", "must be a file path")
-    q = Path(src) if os.path.isabs(src) else p.parent / src
-    if not q.is_file():
-        raise fail("source", f"no such file {inert(str(q))}")
-    space_raw = e.get("space", {"_": [0]}) if _as_reference else e["space"]
-    if not isinstance(space_raw, dict) or not space_raw:
-        raise fail("space", "must map names to lists of values, e.g. {TILE: [16, 32]}")
-    space: dict[str, tuple[Any, ...]] = {}
-    for name, values in space_raw.items():
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w{0,63}", name):
-            raise fail("space", f"{inert(str(name))!r} is not a name (letters, digits, _)")
-        if (not isinstance(values, list) or not values or len(values) > MAX_VALUES
-                or not all(isinstance(v, (int, float, str)) for v in values)):
-            raise fail("space", f"{name} must be a list of 1-{MAX_VALUES} numbers or words")
-        for v in values:
-            define_value(v, f"space.{name}")  # shell-safe, as any define
-        space[name] = tuple(values)
-    problem: dict[str, int] = {}
-    prob_raw = e.get("problem", {})
-    if not isinstance(prob_raw, dict):
-        raise fail("problem", "must map sizes to numbers, e.g. {M: 4096}")
-    for k, v in {**prob_raw, **(overrides or {})}.items():
-        if not isinstance(k, str) or not re.fullmatch(r"[A-Za-z_]\w{0,63}", k):
-            raise fail("problem", f"{inert(str(k))!r} is not a name")
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= INT32_MAX:
-            raise fail("problem", f"{k} must be an integer 1..{INT32_MAX:,}, got {inert(repr(v))}")
-        problem[k] = v
-    clash = set(space) & set(problem)
-    if clash:
-        raise fail("problem", f"{sorted(clash)[0]} is both a space and a problem name")
-    known = set(space) | set(problem)
-
-    def expr(key: str, v: Any, *, arrays: bool = False, extra: set[str] | None = None) -> Expr:
-        try:
-            x = parse(v, f"kernel '{inert(kernel)}': {key}", arrays=arrays)
-            check_names(x, known | (extra or set()), f"kernel '{inert(kernel)}': {key}")
-        except ExprError as exc:
-            raise _fail(spath, line(key.split(".")[0].split("[")[0]), str(exc)) from None
-        return x
-
-    def exprs(key: str) -> tuple[Expr, ...]:
-        v = e.get(key)
-        items = v if isinstance(v, list) else [v]
-        if not 1 <= len(items) <= 3:
-            raise fail(key, "give an expression or a list of 1-3")
-        return tuple(expr(f"{key}[{j}]", x) for j, x in enumerate(items))
-
-    restrict_raw = e.get("restrict", [])
-    if not isinstance(restrict_raw, list) or len(restrict_raw) > 64:
-        raise fail("restrict", "must be a list of conditions")
-    restrict = tuple(expr(f"restrict[{j}]", r) for j, r in enumerate(restrict_raw))
-    function = e.get("function") or kernel
-    if not isinstance(function, str) or len(function) > 500:
-        raise fail("function", "must be the kernel's name, with template arguments named "
-                   "after the space (k<TILE>)")
-    defines: dict[str, Expr | str] = {}
-    try:
-        raw = _defines_raw(e.get("defines", {}), line("defines"))
-    except OccupancyError as exc:
-        raise _fail(spath, line("defines"), f"kernel '{inert(kernel)}': {exc}") from None
-    for k, v in raw.items():
-        # A string naming space or problem sizes is an expression ({TILE: TILE});
-        # anything else is a literal define (true -> 1, numbers and words verbatim).
-        x = None
-        if isinstance(v, str):
-            try:
-                x = parse(v, "")
-            except ExprError:
-                x = None
-        if x is not None and x.names and x.names <= known:
-            defines[k] = x
-        else:
-            try:
-                defines[k] = define_value(v, f"defines.{k}")
-            except OccupancyError as exc:
-                raise _fail(spath, line("defines"), f"kernel '{inert(kernel)}': {exc}") from None
-    try:
-        include_dirs = _dirs(e.get("include_dirs", []), p.parent, line("include_dirs"))
-        flags = _flags(e.get("flags", []), line("flags"))
-    except OccupancyError as exc:
-        raise _fail(spath, getattr(exc, "line", None), f"kernel '{inert(kernel)}': {exc}") from None
-    work_raw = e.get("work", {})
-    if not isinstance(work_raw, dict) or not set(work_raw) <= {"flops", "dram_bytes"}:
-        raise fail("work", "is {flops: EXPR, dram_bytes: EXPR}")
-    work = {k: expr(f"work.{k}", v) for k, v in work_raw.items()}
-    args, arrays = _args(e.get("args", []), expr, fail)
-    reference = None
-    reference_kernel = None
-    raw_ref = e.get("reference")
-    kernel_names = {str(x.get("name")) for _, x in entries} - {kernel}
-    if raw_ref is not None and not _as_reference and isinstance(raw_ref, str) \
-            and raw_ref in kernel_names:
-        if raw_ref in arrays or raw_ref in known:
-            raise fail("reference", f"'{inert(raw_ref)}' names both another kernel and an "
-                       "array or size of this one: rename one")
-        # its own problems are reported at its own keys and lines
-        reference_kernel = load_tuning(manifest, raw_ref, problem, _as_reference=True)
-        ours = {a.name for a in args if isinstance(a, ArrayArg) and a.output}
-        theirs = {a.name for a in reference_kernel.args if isinstance(a, ArrayArg) and a.output}
-        if not ours & theirs:
-            raise fail("reference", f"kernel '{inert(raw_ref)}' writes none of this kernel's "
-                       f"outputs ({', '.join(sorted(ours)) or 'none'}): name its output arrays "
-                       "the same")
-    elif raw_ref is not None and not _as_reference:
-        reference = expr("reference", raw_ref, arrays=True, extra=set(arrays))
-    tol = e.get("tolerance", 1e-3)
-    if isinstance(tol, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
-        try:
-            tol = float(tol)
-        except ValueError:
-            pass
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
-        raise fail("tolerance", "is a relative error between 0 and 1, e.g. 1e-3")
-    carveout = e.get("carveout")
-    if carveout is not None and (isinstance(carveout, bool) or not isinstance(carveout, int)
-                                 or not 0 <= carveout <= 100):
-        raise fail("carveout", "is a percentage 0-100")
-    dyn = expr("dynamic_shared_memory", e.get("dynamic_shared_memory", 0))
-    return TuneSpec(kernel, spath, line() or 1, os.path.abspath(q), src, function, defines,
-                    include_dirs, flags, space, restrict, problem, exprs("block"), exprs("grid"),
-                    dyn, work, args, reference, float(tol), carveout, reference_kernel)
-
-
-def _args(raw: Any, expr: Any, fail: Any) -> tuple[tuple[Expr | ArrayArg, ...], set[str]]:
-    if not isinstance(raw, list) or len(raw) > 64:
-        raise fail("args", "must be the kernel's arguments in launch order")
-    out: list[Expr | ArrayArg] = []
-    names: set[str] = set()
-    for j, a in enumerate(raw):
-        if isinstance(a, dict):
-            if not set(a) <= {"array", "dtype", "shape", "output"} or "array" not in a:
-                raise fail("args", f"[{j}] is {{array: NAME, dtype: float32, shape: [..], "
-                           "output: true}")
-            name, dtype, shape = a["array"], a.get("dtype", "float32"), a.get("shape")
-            if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w{0,63}", name):
-                raise fail("args", f"[{j}] array name must be a name")
-            if dtype not in DTYPES:
-                raise fail("args", f"[{j}] dtype must be one of {', '.join(DTYPES)}")
-            if not isinstance(shape, list) or not 1 <= len(shape) <= 4:
-                raise fail("args", f"[{j}] shape must be a list of 1-4 sizes")
-            output = a.get("output", False)
-            if not isinstance(output, bool):
-                raise fail("args", f"[{j}] output must be true or false")
-            out.append(ArrayArg(name, dtype, tuple(expr(f"args[{j}].shape", s) for s in shape),
-                                output))
-            names.add(name)
-        else:
-            out.append(expr(f"args[{j}]", a))
-    return tuple(out), names
 
 
 # --- the space -------------------------------------------------------------------------------

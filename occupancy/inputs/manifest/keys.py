@@ -1,0 +1,178 @@
+"""The manifest's keys, in one table: which entry kinds take each key, and what it holds.
+
+A manifest (YAML) lists kernels. An entry is one of these kinds:
+- `launch`: a launch config `check` judges (numbers, a source to compile, a log or a binary);
+- `tune`: a tuning space `tile` ranks and `measure` times (it has `space:` or `args:`);
+Every reader (gate/check, tune/spaces) takes its keys and value parsers from here, so a new
+key is one row below and one parser.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from occupancy.core.errors import FileError, OccupancyError
+from occupancy.inputs.files import YamlDoc
+from occupancy.inputs.flags import check_flags
+from occupancy.inputs.safety import INT32_MAX, check_define_name, define_value, inert
+
+MAX_KERNELS = 10_000
+MAX_DEVICES = 64
+LAUNCH, TUNE = "launch", "tune"
+BOTH = frozenset({LAUNCH, TUNE})
+
+
+@dataclass(frozen=True)
+class Key:
+    kinds: frozenset[str]  # the entry kinds that take it
+    holds: str  # what it holds, for help and errors
+
+
+# every key an entry may have (the top level's are TOP_KEYS)
+KEYS: dict[str, Key] = {
+    "name": Key(BOTH, "the entry's name (check's label, tile's --kernel)"),
+    "source": Key(BOTH, "the .cu/.cuh file to compile, relative to the manifest"),
+    "function": Key(BOTH, "the kernel's name in the source: plain, ns::qualified, k<32>, mangled"),
+    "defines": Key(BOTH, "macros: {TILE: 32, FAST: true}; in a space, expressions of its names"),
+    "include_dirs": Key(BOTH, "folders for #include, relative to the manifest"),
+    "flags": Key(BOTH, "compiler flags from the accepted list"),
+    "devices": Key(BOTH, "device names or profile paths (else the top-level devices)"),
+    "min_occupancy": Key(BOTH, "the occupancy floor, a fraction 0-1"),
+    "no_spills": Key(BOTH, "true: any spill is a failure"),
+    "carveout": Key(BOTH, "the preferred shared-memory carveout, percent 0-100"),
+    "block": Key(BOTH, "threads per block: 256 or [x, y, z] (in a space: expressions)"),
+    "grid": Key(BOTH, "blocks in the grid: n or [x, y, z] (in a space: expressions)"),
+    "dynamic_shared_memory": Key(BOTH, "dynamic shared memory per block: 48K (in a space: an expression)"),
+    "registers": Key(frozenset({LAUNCH}), "registers per thread, from ptxas -v"),
+    "static_shared_memory": Key(frozenset({LAUNCH}), "static shared memory per block: 8K"),
+    "opt_in_shared_memory": Key(frozenset({LAUNCH}), "true: the kernel raises its dynamic smem limit"),
+    "max_threads_per_block": Key(frozenset({LAUNCH}), "the kernel's __launch_bounds__"),
+    "max_registers": Key(frozenset({LAUNCH}), "a ceiling on registers per thread"),
+    "ptxas_log": Key(frozenset({LAUNCH}), "a ptxas -v log to read resources from"),
+    "cubin": Key(frozenset({LAUNCH}), "a cubin, fatbin or executable to read resources from"),
+    "barriers": Key(frozenset({LAUNCH}), "named barriers per block"),
+    "spill_stores_bytes": Key(frozenset({LAUNCH}), "spill stores, bytes per thread"),
+    "spill_loads_bytes": Key(frozenset({LAUNCH}), "spill loads, bytes per thread"),
+    "cluster": Key(frozenset({LAUNCH}), "thread-block cluster: n or [x, y, z]"),
+    "virtual_resources": Key(frozenset({LAUNCH}), "Blackwell: the block's virtual resources"),
+    "space": Key(frozenset({TUNE}), "tuning parameters: {TILE: [16, 32]}"),
+    "restrict": Key(frozenset({TUNE}), "conditions a point must meet"),
+    "problem": Key(frozenset({TUNE}), "problem sizes: {M: 4096}"),
+    "work": Key(frozenset({TUNE}), "{flops: EXPR, dram_bytes: EXPR}"),
+    "args": Key(frozenset({TUNE}), "the kernel's arguments in launch order"),
+    "reference": Key(frozenset({TUNE}), "a NumPy expression of the inputs, or another entry's name"),
+    "tolerance": Key(frozenset({TUNE}), "the relative error a result may have, 0-1"),
+}
+DEFAULT_KEYS = {"include_dirs", "flags", "defines"}  # top-level defaults for every entry
+TOP_KEYS = {"devices", "min_occupancy", "kernels", *DEFAULT_KEYS}
+
+
+def keys_of(kind: str) -> set[str]:
+    """The keys an entry of this kind takes."""
+    return {k for k, key in KEYS.items() if kind in key.kinds}
+
+
+def entry_kind(entry: object) -> str:
+    """`tune` for an entry with a tuning space or launch arguments (a reference kernel that
+    another entry's `reference:` names); `launch` for everything else."""
+    return TUNE if isinstance(entry, dict) and ("space" in entry or "args" in entry) else LAUNCH
+
+
+def tuning_entry(entry: object) -> bool:
+    return entry_kind(entry) == TUNE
+
+
+class ManifestError(FileError):
+    """A manifest that cannot be read: the message names file, line and key."""
+
+
+class EntryError(OccupancyError):
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def integer(v: Any, what: str, line: int | None, minimum: int = 0) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= INT32_MAX:
+        raise EntryError(f"{what} must be an integer {minimum}..{INT32_MAX:,}, got "
+                          f"{inert(repr(v)[:40])}", line)
+    return v
+
+
+def fraction(v: Any, what: str, line: int | None) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+        raise EntryError(f"{what} must be a fraction 0-1 (0.5 = 50%), got {inert(repr(v)[:40])}",
+                          line)
+    return float(v)
+
+
+def device_names(v: Any, line: int | None) -> tuple[str, ...]:
+    if isinstance(v, str):
+        v = [v]
+    if (not isinstance(v, list) or not v or len(v) > MAX_DEVICES
+            or not all(isinstance(d, str) and d for d in v)):
+        raise EntryError(f"devices must be a list of 1-{MAX_DEVICES} device names or profile "
+                          f"paths, got {inert(repr(v)[:60])}", line)
+    return tuple(v)
+
+
+def unknown_key(key: object, allowed: set[str]) -> str:
+    near = difflib.get_close_matches(str(key), allowed, n=1)
+    return f"unknown key '{inert(str(key))}'" + (f"; did you mean '{near[0]}'?" if near else
+                                                  f"; allowed: {', '.join(sorted(allowed))}")
+
+
+class Defaults:
+    """Top-level include_dirs / flags / defines, applied to every kernel."""
+
+    def __init__(self, doc: YamlDoc, base: Path) -> None:
+        self.include_dirs = parse_folders(doc.data.get("include_dirs", []), base, doc.line("include_dirs"))
+        self.flags = parse_flags(doc.data.get("flags", []), doc.line("flags"))
+        self.defines = parse_defines(doc.data.get("defines", {}), doc.line("defines"))
+
+
+def parse_folders(v: Any, base: Path, line: int | None) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(d, str) and d for d in v) or len(v) > 256:
+        raise EntryError("include_dirs must be a list of folders (relative to the manifest)", line)
+    out = []
+    for d in v:
+        if "\x00" in d:
+            raise EntryError("include_dirs: a path contains a NUL byte", line)
+        p = Path(d) if os.path.isabs(d) else base / d
+        if not p.is_dir():
+            raise EntryError(f"include_dirs: no such folder {inert(str(p))}", line)
+        out.append(os.path.abspath(p))
+    return tuple(out)
+
+
+def parse_flags(v: Any, line: int | None) -> tuple[str, ...]:
+    if not isinstance(v, list) or len(v) > 256:
+        raise EntryError("flags must be a list, e.g. [-std=c++17, -rdc=true]", line)
+
+    try:
+        fl, defs = check_flags(v, "flags")
+    except OccupancyError as exc:
+        raise EntryError(str(exc), line) from None
+    return (*fl, *[f"-D{k}={val}" for k, val in defs.items()])
+
+
+def parse_defines_raw(v: Any, line: int | None) -> dict[str, Any]:
+    """A defines mapping with C-identifier names; values as written (typed later)."""
+    if not isinstance(v, dict) or len(v) > 1024:
+        raise EntryError("defines must be a mapping, e.g. {TILE: 32, USE_FAST: true}", line)
+    try:
+        return {check_define_name(k, "defines"): val for k, val in v.items()}
+    except OccupancyError as exc:
+        raise EntryError(str(exc), line) from None
+
+
+def parse_defines(v: Any, line: int | None) -> dict[str, str]:
+    """Defines typed as the compiler gets them: true/false -> 1/0, numbers and words as is."""
+    try:
+        return {k: define_value(val, f"defines.{k}") for k, val in parse_defines_raw(v, line).items()}
+    except OccupancyError as exc:  # a bad value; a bad mapping or name is already one
+        raise EntryError(str(exc), line) from None

@@ -1,0 +1,321 @@
+"""Tuning entries of a manifest (what `tile` ranks and `measure` times): the space, the
+problem, the launch shape, the arguments and the reference, validated with the line of
+every key. The same file holds `check`'s launch entries (launch.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from occupancy.core.errors import OccupancyError
+from occupancy.inputs.expr import Expr, ExprError, check_names, parse
+from occupancy.inputs.files import YamlDoc, read_yaml
+from occupancy.inputs.manifest.keys import (
+    TUNE,
+    ManifestError,
+    keys_of,
+    parse_defines_raw,
+    parse_flags,
+    parse_folders,
+    unknown_key,
+)
+from occupancy.inputs.safety import INT32_MAX, define_value, inert
+
+MAX_POINTS = 10_000
+MAX_ARRAY_BYTES = 64 << 30  # one argument of `measure`: more than any GPU here holds
+MAX_VALUES = 1_000
+DTYPES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8,
+          "int8": 1, "uint8": 1}
+TUNE_KEYS = keys_of(TUNE)
+_NAME = re.compile(r"[A-Za-z_]\w{0,63}")
+
+
+@dataclass(frozen=True)
+class ArrayArg:
+    name: str
+    dtype: str
+    shape: tuple[Expr, ...]
+    output: bool
+
+
+@dataclass(frozen=True)
+class TuneSpec:
+    """One tuning entry of a manifest, validated."""
+
+    name: str
+    manifest: str
+    line: int
+    source: str
+    shown_source: str
+    function: str
+    defines: Mapping[str, Expr | str]
+    include_dirs: tuple[str, ...]
+    flags: tuple[str, ...]
+    space: dict[str, tuple[Any, ...]]
+    restrict: tuple[Expr, ...]
+    problem: dict[str, int]
+    block: tuple[Expr, ...]
+    grid: tuple[Expr, ...]
+    dynamic_shared_memory: Expr
+    work: dict[str, Expr]
+    args: tuple[Expr | ArrayArg, ...]
+    reference: Expr | None
+    tolerance: float
+    carveout: int | None = None
+    # `reference: NAME` naming another entry of the manifest: that kernel, run once per
+    # point on the same inputs (its first point if it has a space), writes the expected
+    # values of every output the two share by name.
+    reference_kernel: TuneSpec | None = None
+
+
+def load_tuning(manifest: str | os.PathLike[str], kernel: str,
+                overrides: Mapping[str, int] | None = None, *, _as_reference: bool = False
+                ) -> TuneSpec:
+    """The tuning entry `kernel` of a manifest; `overrides` replace problem sizes (--set).
+    `reference: NAME` naming another entry loads that entry too (the reference kernel; it
+    may have no space: it runs as given)."""
+    p = Path(manifest)
+    doc = read_yaml(p, ManifestError, "give the path of a manifest with a tuning 'space:'",
+                    what="manifest")
+    return _TuneEntry(doc, p, kernel, overrides, _as_reference).spec()
+
+
+class _TuneEntry:
+    """Reads one tuning entry; every error names the manifest line of the offending key."""
+
+    def __init__(self, doc: YamlDoc, path: Path, kernel: str, overrides: Mapping[str, int] | None,
+                 as_reference: bool) -> None:
+        self.doc, self.path, self.spath, self.kernel = doc, path, str(path), kernel
+        self.overrides, self.as_reference = overrides or {}, as_reference
+        data = doc.data
+        if not isinstance(data, dict) or not isinstance(data.get("kernels"), list):
+            raise ManifestError("a manifest is a mapping with 'kernels:'", self.spath, 1)
+        self.entries = [(i, e) for i, e in enumerate(data["kernels"]) if isinstance(e, dict)]
+        found = [(i, e) for i, e in self.entries if e.get("name") == kernel]
+        if not found:
+            tunable = sorted(str(e.get("name")) for _, e in self.entries if "space" in e)
+            raise ManifestError(f"no kernel '{inert(kernel)}' (tuning entries: "
+                                f"{', '.join(map(inert, tunable)) or 'none'}); --kernel names one",
+                                self.spath, doc.line("kernels"))
+        self.index, self.e = found[0]
+        self.known: set[str] = set()
+
+    def line(self, *key: Any) -> int | None:
+        return self.doc.line("kernels", self.index, *key)
+
+    def fail(self, key: str, msg: str) -> ManifestError:
+        return ManifestError(f"kernel '{inert(self.kernel)}': {key}: {msg}", self.spath, self.line(key))
+
+    def fail_at(self, line: int | None, msg: str) -> ManifestError:
+        return ManifestError(f"kernel '{inert(self.kernel)}': {msg}", self.spath, line)
+
+    def expr(self, key: str, v: Any, *, arrays: bool = False, extra: set[str] | None = None) -> Expr:
+        try:
+            x = parse(v, f"kernel '{inert(self.kernel)}': {key}", arrays=arrays)
+            check_names(x, self.known | (extra or set()), f"kernel '{inert(self.kernel)}': {key}")
+        except ExprError as exc:
+            raise ManifestError(str(exc), self.spath, self.line(key.split(".")[0].split("[")[0])) \
+                from None
+        return x
+
+    def exprs(self, key: str) -> tuple[Expr, ...]:
+        v = self.e.get(key)
+        items = v if isinstance(v, list) else [v]
+        if not 1 <= len(items) <= 3:
+            raise self.fail(key, "give an expression or a list of 1-3")
+        return tuple(self.expr(f"{key}[{j}]", x) for j, x in enumerate(items))
+
+    def check_keys(self) -> None:
+        for key in self.e:
+            if key not in TUNE_KEYS:
+                raise self.fail_at(self.line(str(key)), unknown_key(key, TUNE_KEYS))
+        needed = ("source", "block", "grid") if self.as_reference else ("source", "space", "block",
+                                                                            "grid")
+        for key in needed:
+            if key not in self.e:
+                raise self.fail_at(self.line(), f"a tuning entry needs '{key}:'")
+
+    def source(self) -> tuple[str, str]:
+        src = self.e["source"]
+        if not isinstance(src, str) or not src or "\x00" in src:
+            raise self.fail("source", "must be a file path")
+        q = Path(src) if os.path.isabs(src) else self.path.parent / src
+        if not q.is_file():
+            raise self.fail("source", f"no such file {inert(str(q))}")
+        return os.path.abspath(q), src
+
+    def space(self) -> dict[str, tuple[Any, ...]]:
+        raw = self.e.get("space", {"_": [0]}) if self.as_reference else self.e["space"]
+        if not isinstance(raw, dict) or not raw:
+            raise self.fail("space", "must map names to lists of values, e.g. {TILE: [16, 32]}")
+        space: dict[str, tuple[Any, ...]] = {}
+        for name, values in raw.items():
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                raise self.fail("space", f"{inert(str(name))!r} is not a name (letters, digits, _)")
+            if (not isinstance(values, list) or not values or len(values) > MAX_VALUES
+                    or not all(isinstance(v, (int, float, str)) for v in values)):
+                raise self.fail("space", f"{name} must be a list of 1-{MAX_VALUES} numbers or words")
+            for v in values:
+                define_value(v, f"space.{name}")  # shell-safe, as any define
+            space[name] = tuple(values)
+        return space
+
+    def problem(self, space: Mapping[str, Any]) -> dict[str, int]:
+        raw = self.e.get("problem", {})
+        if not isinstance(raw, dict):
+            raise self.fail("problem", "must map sizes to numbers, e.g. {M: 4096}")
+        problem: dict[str, int] = {}
+        for k, v in {**raw, **self.overrides}.items():
+            if not isinstance(k, str) or not _NAME.fullmatch(k):
+                raise self.fail("problem", f"{inert(str(k))!r} is not a name")
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= INT32_MAX:
+                raise self.fail("problem", f"{k} must be an integer 1..{INT32_MAX:,}, got {inert(repr(v))}")
+            problem[k] = v
+        clash = set(space) & set(problem)
+        if clash:
+            raise self.fail("problem", f"{sorted(clash)[0]} is both a space and a problem name")
+        return problem
+
+    def restrict(self) -> tuple[Expr, ...]:
+        raw = self.e.get("restrict", [])
+        if not isinstance(raw, list) or len(raw) > 64:
+            raise self.fail("restrict", "must be a list of conditions")
+        return tuple(self.expr(f"restrict[{j}]", r) for j, r in enumerate(raw))
+
+    def function(self) -> str:
+        function = self.e.get("function") or self.kernel
+        if not isinstance(function, str) or len(function) > 500:
+            raise self.fail("function", "must be the kernel's name, with template arguments named "
+                            "after the space (k<TILE>)")
+        return function
+
+    def defines(self) -> dict[str, Expr | str]:
+        """A string naming space or problem sizes is an expression ({TILE: TILE}); anything
+        else is a literal define (true -> 1, numbers and words verbatim)."""
+        try:
+            raw = parse_defines_raw(self.e.get("defines", {}), self.line("defines"))
+        except OccupancyError as exc:
+            raise self.fail_at(self.line("defines"), str(exc)) from None
+        defines: dict[str, Expr | str] = {}
+        for k, v in raw.items():
+            x = None
+            if isinstance(v, str):
+                try:
+                    x = parse(v, "")
+                except ExprError:
+                    x = None
+            if x is not None and x.names and x.names <= self.known:
+                defines[k] = x
+                continue
+            try:
+                defines[k] = define_value(v, f"defines.{k}")
+            except OccupancyError as exc:
+                raise self.fail_at(self.line("defines"), str(exc)) from None
+        return defines
+
+    def compile_options(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        try:
+            include_dirs = parse_folders(self.e.get("include_dirs", []), self.path.parent,
+                                         self.line("include_dirs"))
+            flags = parse_flags(self.e.get("flags", []), self.line("flags"))
+        except OccupancyError as exc:
+            raise self.fail_at(getattr(exc, "line", None), str(exc)) from None
+        return include_dirs, flags
+
+    def work(self) -> dict[str, Expr]:
+        raw = self.e.get("work", {})
+        if not isinstance(raw, dict) or not set(raw) <= {"flops", "dram_bytes"}:
+            raise self.fail("work", "is {flops: EXPR, dram_bytes: EXPR}")
+        return {k: self.expr(f"work.{k}", v) for k, v in raw.items()}
+
+    def reference(self, args: tuple[Expr | ArrayArg, ...], arrays: set[str],
+                  problem: dict[str, int]) -> tuple[Expr | None, TuneSpec | None]:
+        """`reference:` as an expression of the inputs, or the name of another entry."""
+        raw = self.e.get("reference")
+        if raw is None or self.as_reference:
+            return None, None
+        names = {str(x.get("name")) for _, x in self.entries} - {self.kernel}
+        if not (isinstance(raw, str) and raw in names):
+            return self.expr("reference", raw, arrays=True, extra=set(arrays)), None
+        if raw in arrays or raw in self.known:
+            raise self.fail("reference", f"'{inert(raw)}' names both another kernel and an "
+                            "array or size of this one: rename one")
+        # its own problems are reported at its own keys and lines
+        ref = _TuneEntry(self.doc, self.path, raw, problem, True).spec()
+        ours = {a.name for a in args if isinstance(a, ArrayArg) and a.output}
+        theirs = {a.name for a in ref.args if isinstance(a, ArrayArg) and a.output}
+        if not ours & theirs:
+            raise self.fail("reference", f"kernel '{inert(raw)}' writes none of this kernel's "
+                            f"outputs ({', '.join(sorted(ours)) or 'none'}): name its output arrays "
+                            "the same")
+        return None, ref
+
+    def tolerance(self) -> float:
+        tol = self.e.get("tolerance", 1e-3)
+        if isinstance(tol, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
+            try:
+                tol = float(tol)
+            except ValueError:
+                pass
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
+            raise self.fail("tolerance", "is a relative error between 0 and 1, e.g. 1e-3")
+        return float(tol)
+
+    def carveout(self) -> int | None:
+        carveout = self.e.get("carveout")
+        if carveout is not None and (isinstance(carveout, bool) or not isinstance(carveout, int)
+                                     or not 0 <= carveout <= 100):
+            raise self.fail("carveout", "is a percentage 0-100")
+        return carveout
+
+    def spec(self) -> TuneSpec:
+        self.check_keys()
+        source, shown = self.source()
+        space = self.space()
+        problem = self.problem(space)
+        self.known = set(space) | set(problem)
+        restrict = self.restrict()
+        function = self.function()
+        defines = self.defines()
+        include_dirs, flags = self.compile_options()
+        work = self.work()
+        args, arrays = _args(self.e.get("args", []), self.expr, self.fail)
+        reference, reference_kernel = self.reference(args, arrays, problem)
+        tolerance, carveout = self.tolerance(), self.carveout()
+        dyn = self.expr("dynamic_shared_memory", self.e.get("dynamic_shared_memory", 0))
+        return TuneSpec(self.kernel, self.spath, self.line() or 1, source, shown, function, defines,
+                        include_dirs, flags, space, restrict, problem, self.exprs("block"),
+                        self.exprs("grid"), dyn, work, args, reference, tolerance, carveout,
+                        reference_kernel)
+
+
+def _args(raw: Any, expr: Any, fail: Any) -> tuple[tuple[Expr | ArrayArg, ...], set[str]]:
+    if not isinstance(raw, list) or len(raw) > 64:
+        raise fail("args", "must be the kernel's arguments in launch order")
+    out: list[Expr | ArrayArg] = []
+    names: set[str] = set()
+    for j, a in enumerate(raw):
+        if isinstance(a, dict):
+            if not set(a) <= {"array", "dtype", "shape", "output"} or "array" not in a:
+                raise fail("args", f"[{j}] is {{array: NAME, dtype: float32, shape: [..], "
+                           "output: true}")
+            name, dtype, shape = a["array"], a.get("dtype", "float32"), a.get("shape")
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                raise fail("args", f"[{j}] array name must be a name")
+            if dtype not in DTYPES:
+                raise fail("args", f"[{j}] dtype must be one of {', '.join(DTYPES)}")
+            if not isinstance(shape, list) or not 1 <= len(shape) <= 4:
+                raise fail("args", f"[{j}] shape must be a list of 1-4 sizes")
+            output = a.get("output", False)
+            if not isinstance(output, bool):
+                raise fail("args", f"[{j}] output must be true or false")
+            out.append(ArrayArg(name, dtype, tuple(expr(f"args[{j}].shape", s) for s in shape),
+                                output))
+            names.add(name)
+        else:
+            out.append(expr(f"args[{j}]", a))
+    return tuple(out), names
