@@ -459,3 +459,21 @@ def test_specialize_call_honours_what_turns_it_off(n, m, s, t, u) -> None:
     sig, constexprs, attrs = _tritons_own(fn, values, {"num_warps": 4})
     mine = specialize_call(fn, _mine(values))
     assert (mine.signature, mine.constexprs, mine.attrs) == (sig, constexprs, attrs)
+
+
+def test_call_from_signature() -> None:
+    from occupancy.build.triton_spec import call_from_signature
+
+    sig = {"a_ptr": "*fp16", "b_ptr": "*kbf16", "n": "i32", "big": "i32", "alpha": "fp32",
+           "flag": "i1", "BLOCK": "constexpr"}
+    call = call_from_signature(sig, {"n": 4096, "big": 2**40, "alpha": 1, "flag": True,
+                                     "BLOCK": 64}, unaligned={"b_ptr"})
+    assert call == {"a_ptr": Pointer("fp16"), "b_ptr": Pointer("bf16", False), "n": 4096,
+                    "big": 2**40, "alpha": 1.0, "flag": True, "BLOCK": 64}
+    assert specialize_value(call["big"]) == ("i64", "D")  # the value decides, as at launch
+    with pytest.raises(OccupancyError, match="n \\(i32\\) needs a value"):
+        call_from_signature(sig, {})
+    with pytest.raises(OccupancyError, match="not an integer"):
+        call_from_signature({"n": "i32"}, {"n": 1.5})
+    with pytest.raises(OccupancyError, match="unknown Triton dtype"):
+        call_from_signature({"p": "*float99"}, {})

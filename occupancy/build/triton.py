@@ -39,6 +39,7 @@ from occupancy.build.triton_spec import (
     IntArg,
     Pointer,
     Specialization,
+    call_from_signature,
     canonical_dtype,
     specialize_call,
     specialize_value,
@@ -48,7 +49,7 @@ from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.core.solver import OccupancyResult, solve
 
-__all__ = ["CompileStats", "IntArg", "KernelRef", "Pointer", "Specialization", "TritonConfig",
+__all__ = ["CompileStats", "IntArg", "call_from_signature", "KernelRef", "Pointer", "Specialization", "TritonConfig",
            "TritonKernel", "canonical_dtype", "compile_configs", "from_compiled", "occupancy",
            "out_of_resources", "programs_per_sm", "specialize_call", "specialize_value",
            "triton_version"]

@@ -188,3 +188,35 @@ def specialize_call(fn: Any, args: Mapping[str, Any],
         if isinstance(key, str):
             attrs[(i,)] = [["tt.divisibility", 16]] if "D" in key else []
     return Specialization(signature, constexprs, attrs)
+
+
+_INT_TYPES = {"i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
+_FLOAT_TYPES = {"fp16", "bf16", "fp32", "fp64"}
+
+
+def call_from_signature(signature: Mapping[str, str], values: Mapping[str, Any],
+                        unaligned: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+    """A manifest's description of a call as specialize_call takes it.
+
+    signature: {name: "*fp16" | "i32" | "fp32" | "constexpr" ...}; values: the integer,
+    float or constant value of every non-pointer argument (the problem's sizes and
+    strides); unaligned: pointers whose address is not a multiple of 16. An integer's
+    declared width is not used: like the launch, its value decides (i32, i64 or u64)."""
+    out: dict[str, Any] = {}
+    for name, kind in signature.items():
+        if not isinstance(kind, str):
+            raise OccupancyError(f"signature: {name}: a type is a string like '*fp16' or "
+                                 f"'i32', got {kind!r}")
+        if kind.startswith("*"):
+            out[name] = Pointer(canonical_dtype(kind.lstrip("*k")), name not in unaligned)
+            continue
+        if name not in values:
+            raise OccupancyError(f"signature: {name} ({kind}) needs a value: its "
+                                 "specialization depends on it (divisible by 16, or 1)")
+        v = values[name]
+        if kind in _INT_TYPES and kind != "i1" and (isinstance(v, bool) or not isinstance(v, int)):
+            raise OccupancyError(f"signature: {name} is {kind}, its value {v!r} is not an integer")
+        if kind in _FLOAT_TYPES and not isinstance(v, (int, float)):
+            raise OccupancyError(f"signature: {name} is {kind}, its value {v!r} is not a number")
+        out[name] = float(v) if kind in _FLOAT_TYPES else v
+    return out
