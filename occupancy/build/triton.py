@@ -49,10 +49,10 @@ from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.core.solver import OccupancyResult, solve
 
-__all__ = ["CompileStats", "IntArg", "call_from_signature", "KernelRef", "Pointer", "Specialization", "TritonConfig",
-           "TritonKernel", "canonical_dtype", "compile_configs", "from_compiled", "occupancy",
-           "out_of_resources", "programs_per_sm", "specialize_call", "specialize_value",
-           "triton_version"]
+__all__ = ["CompileStats", "IntArg", "KernelRef", "Pointer", "Specialization", "TritonConfig",
+           "TritonKernel", "call_from_signature", "canonical_dtype", "compile_configs",
+           "from_compiled", "occupancy", "out_of_resources", "programs_per_sm",
+           "specialize_call", "specialize_value", "triton_version"]
 
 CACHE_FORMAT = 1
 INSTALL_HINT = "Triton is not installed: pip install 'occupancy[triton]' (or pip install triton)"
