@@ -229,3 +229,32 @@ def test_odd_ptx_is_followed_or_refused(body: str) -> None:
     except PtxError:
         return
     assert t.steps >= 1
+
+
+def test_unrolled_loop_merges_row_reads() -> None:
+    """A register-blocked tile loop whose k loop stays rolled in PTX (SGEMM_CUDA's 2-D
+    blocktiling is written this way): ptxas unrolls it 4x and reads each of a thread's 8
+    rows of As as one LDS.128 per 4 k. The PTX has 8 scalar loads per k, each 2 wavefronts
+    (a warp's two rows, 256 B apart, share banks): 16 per k. Merged: 2 wavefronts per
+    LDS.128 over 4 k, 4 per k, 96 fewer per tile (8 k). The unit is the tile loop (its
+    loads and barriers), not the k loop, and the unroll comes from the SASS (128 FFMAs in
+    the SASS loop over 32 per PTX iteration)."""
+    _need_nvcc()
+    from occupancy.build.builds import compile_build
+    from occupancy.tune.traffic import warp_traffic
+
+    src = ROOT / "tests/fixtures/unrolled/rowdot.cu"
+    build = make_build(src, "sm_90")
+    ptx = build_ptx(build)
+    entry = _entry(ptx, "rowdot")
+    args, block, grid = [4096, 4096, 4096, A, B, C], [128], [64, 64]
+    plain = run_warp(ptx, entry, args, block, grid)
+    assert (plain.ffma, plain.inner_ffma, plain.barriers, plain.global_loads) == (256, 32, 2, 8)
+    assert plain.shared_wavefronts == 168
+    assert run_warp(ptx, entry, args, block, grid, unroll=4).shared_wavefronts == 168 - 96
+    mix = dict(compile_build(build)[entry].loop_mix or ())
+    if not mix:
+        pytest.skip("no nvdisasm: the SASS loop is not read")
+    assert mix["ffma"] == 128 and mix["lds_wavefronts"] == 8 * 4 + 8 * 2  # 8 LDS.128, 8 LDS.64
+    t = warp_traffic(build, entry, args, block, grid, 32, sass_ffma=mix["ffma"])
+    assert t is not None and t.shared_wavefronts < plain.shared_wavefronts

@@ -88,7 +88,7 @@ def work_prediction(dev: Device, c: Candidate, res: KernelResources, occ: Occupa
     args: list[float | int] = [ARRAY_STRIDE * (j + 1) for j in range(c.arrays)]
     grid = c.grid(n, occ.active_blocks_per_sm * dev.sm_count)
     t = warp_traffic(build, c.function, [*args, *c.sizes(n)], c.block, grid,
-                     dev.shared_memory_banks)
+                     dev.shared_memory_banks, sass_ffma=dict(res.loop_mix).get("ffma", 0))
     if t is None:
         return None
     return predict_work(dev, occ, math.prod(grid), k.flops, k.compulsory_bytes,

@@ -79,6 +79,7 @@ class Traffic:
     barriers: float
     load_cover: float  # warp instructions between global loads and the first use of their data
     covered_loads: float  # the loads load_cover sums over
+    inner_ffma: float = 0.0  # FFMAs per iteration of the innermost loop that repeated
 
     @property
     def cover(self) -> float:
@@ -271,8 +272,14 @@ def _fbits(word: str) -> float:
 class _Warp:
     def __init__(self, k: _Kernel, params: Mapping[str, float | int], block: Sequence[int],
                  block_index: Sequence[int], grid: Sequence[int], banks: int,
-                 warp: int = 0) -> None:
+                 warp: int = 0, unroll: int = 1) -> None:
         self.k = k
+        # ptxas's unroll of the hottest loop (its SASS body over one PTX iteration): a
+        # scalar shared access that steps one element per iteration is then one wide
+        # access per `unroll` iterations (As[row * BK + k] for k, k+1, ... -> LDS.128)
+        self.unroll = unroll
+        self.last_shared: dict[int, list[int]] = {}
+        self.streaming: set[int] = set()  # accesses seen stepping one element per iteration
         self.params = params
         self.banks = banks
         bx, by, bz = (list(block) + [1, 1])[:3]
@@ -408,11 +415,36 @@ class _Warp:
                         return False
                 elif self.vec_ok.get(leader):
                     return False
+            merged = self.across_iterations(i, ins, addrs, width)
+            if merged:
+                return False
             self.count_shared(addrs, width)
             if ins.op in ("atom", "red"):
                 self.count_shared(addrs, width)
             return False
         self.count_global(addrs, width, store or ins.op == "atom")
+        return True
+
+    def across_iterations(self, i: int, ins: _Insn, addrs: list[int], width: int) -> bool:
+        """Count a scalar shared load that the unrolled loop merges with its next
+        iterations' as 1/n of the wide access at the aligned base (n elements of `width`);
+        False where it does not step one element per iteration."""
+        prev, self.last_shared[i] = self.last_shared.get(i), addrs
+        if self.unroll < 2 or ins.op != "ld" or width not in (4, 8):
+            return False
+        if prev is not None and len(prev) == len(addrs) \
+                and all(a - p == width for a, p in zip(addrs, prev, strict=True)):
+            self.streaming.add(i)  # (the unrolled body's first iteration is merged too)
+        if i not in self.streaming:
+            return False
+        wide = min(16, width * self.unroll)
+        n = wide // width
+        c = self.counters
+        before = (c[_I["shared_wavefronts"]], c[_I["shared_ideal"]], c[_I["shared_accesses"]])
+        self.count_shared([a - a % wide for a in addrs], wide)
+        for key, b in zip(("shared_wavefronts", "shared_ideal", "shared_accesses"), before,
+                          strict=True):
+            c[_I[key]] = b + (c[_I[key]] - b) / n
         return True
 
     def load_value(self, ins: _Insn, lanes: list[int]) -> None:
@@ -565,19 +597,20 @@ _FLOP = {"fma": 2, "add": 1, "sub": 1, "mul": 1, "mad": 2, "div": 1, "rcp": 1, "
 
 
 def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
-             grid: Sequence[int], banks: int = 32, warp: int = 0, whole: bool = False
-             ) -> Traffic:
+             grid: Sequence[int], banks: int = 32, warp: int = 0, whole: bool = False,
+             unroll: int = 1) -> Traffic:
     """Run one warp (0 by default) of the middle block of the grid; its traffic per unit
     (see Traffic). A loop that repeats itself ends the run early (its iteration is the
     unit) unless `whole`: then only MAX_STEPS does (a kernel without declared FLOPs has
-    nothing that says how many iterations run). PtxError for PTX it cannot follow,
-    whatever went wrong inside."""
+    nothing that says how many iterations run). `unroll`: how many iterations of the
+    hottest loop ptxas unrolled into one SASS body (see _Warp). PtxError for PTX it cannot
+    follow, whatever went wrong inside."""
     import struct
 
     if warp < 0 or warp * WARP >= math.prod(block):
         raise PtxError(f"{entry}: the block has no warp {warp}")
     try:
-        return _run_warp(ptx, entry, params, block, grid, banks, warp, whole)
+        return _run_warp(ptx, entry, params, block, grid, banks, warp, whole, unroll)
     except PtxError:
         raise
     except (ArithmeticError, ValueError, IndexError, KeyError, TypeError, AttributeError,
@@ -586,17 +619,20 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
 
 
 def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
-              grid: Sequence[int], banks: int, warp: int, whole: bool) -> Traffic:
+              grid: Sequence[int], banks: int, warp: int, whole: bool, unroll: int) -> Traffic:
     k = parse_kernel(ptx, entry)
     names = [n for n, _ in k.params]
     values: dict[str, float | int] = {}
     for (name, t), v in zip(k.params, list(params) + [0] * (len(names) - len(params)),
                             strict=False):
         values[name] = float(v) if t.startswith("f") else int(v)
-    w = _Warp(k, values, block, [max(0, (g - 1) // 2) for g in grid], grid, banks, warp)
+    w = _Warp(k, values, block, [max(0, (g - 1) // 2) for g in grid], grid, banks, warp, unroll)
     code = k.code
     pcs: list[int | None] = [0] * len(w.lanes)
     snaps: dict[int, list[list[float]]] = {}
+    spans: dict[int, int] = {}  # loop start -> its backward branch
+    loops = [(ins.label_target, i) for i, ins in enumerate(code)
+             if ins.op in ("bra", "brx") and ins.label_target is not None and ins.label_target <= i]
     steps, finished = 0, False
     c = w.counters
     while True:
@@ -634,9 +670,10 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
                         pcs[i] = tgt
                 if tgt <= pc:
                     rows = snaps.setdefault(tgt, [])
+                    spans[tgt] = pc
                     rows.append(list(c))
-                    if not whole and _steady(rows):
-                        break  # three identical iterations of a loop doing FP work
+                    if not whole and _steady(rows) and not _enclosed(tgt, pc, loops):
+                        break  # three identical iterations of an outermost loop doing FP work
             continue
         if op in ("ret", "exit", "trap"):
             for i in group:
@@ -670,19 +707,23 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
         _alu(w, ins, run)
     unit = c
     complete = finished
-    if not finished:
-        best = None
-        for rows in snaps.values():
-            if len(rows) < 2:
-                continue
+    # per iteration of each loop that repeated: the unit is the outermost one doing FP work
+    # (a tiled kernel's tile loop: its loads, barriers and every FMA of the tile), else the
+    # one that ran the most FP work; the innermost one's FFMAs say how far ptxas unrolled
+    per_loop = []
+    for tgt, rows in snaps.items():
+        if len(rows) >= 2:
             delta = [b - a for a, b in zip(rows[0], rows[-1], strict=True)]
-            per = [x / (len(rows) - 1) for x in delta]
-            score = (per[_I["flops"]] * (len(rows) - 1), per[_I["steps"]] * (len(rows) - 1))
-            if best is None or score > best[0]:
-                best = (score, per)
-        if best is not None:
-            unit = best[1]
-    return Traffic(complete, len(w.lanes), *unit)
+            # one iteration's FFMAs: the fewest between two back edges (the mean over
+            # several also holds the enclosing loop's work between its runs)
+            ffma = min(b[_I["ffma"]] - a[_I["ffma"]] for a, b in zip(rows, rows[1:], strict=False))
+            per_loop.append((spans[tgt] - tgt, [x / (len(rows) - 1) for x in delta], len(rows) - 1,
+                             ffma))
+    fp = [x for x in per_loop if x[1][_I["flops"]] > 0]
+    inner = min(fp, key=lambda x: x[0])[3] if fp else 0.0
+    if not finished and per_loop:
+        unit = max(fp or per_loop, key=lambda x: (x[0], x[1][_I["flops"]] * x[2]))[1]
+    return Traffic(complete, len(w.lanes), *unit, inner_ffma=inner)
 
 
 def block_sample(first: Traffic, last: Traffic | None) -> Traffic:
@@ -694,6 +735,11 @@ def block_sample(first: Traffic, last: Traffic | None) -> Traffic:
         return first
     mean = [(a + b) / 2 for a, b in zip(astuple(first)[2:], astuple(last)[2:], strict=True)]
     return Traffic(first.complete, first.lanes, *mean)
+
+
+def _enclosed(start: int, end: int, loops: list[tuple[int, int]]) -> bool:
+    """Another loop of the code holds the loop [start, end] inside its own body."""
+    return any(s <= start and end <= e and (s, e) != (start, end) for s, e in loops)
 
 
 def _steady(rows: list[list[float]]) -> bool:

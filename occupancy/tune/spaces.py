@@ -279,7 +279,7 @@ def traffic(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev: De
         return None
     # without declared FLOPs nothing scales one loop iteration to the run: run it whole
     return warp_traffic(build, res.function, values, pt.block, pt.grid, dev.shared_memory_banks,
-                        whole="flops" not in spec.work)
+                        whole="flops" not in spec.work, sass_ffma=dict(res.loop_mix or ()).get("ffma", 0))
 
 
 def kernel_tuner_restrictions(report: TuneReport) -> list[str]:

@@ -27,10 +27,14 @@ def _emulator_hash() -> str:
 
 
 def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: Sequence[int],
-                 grid: Sequence[int], banks: int, whole: bool = False) -> Traffic | None:
+                 grid: Sequence[int], banks: int, whole: bool = False,
+                 sass_ffma: int = 0) -> Traffic | None:
     """One warp of a kernel of this build run on its PTX (ptxsim), with the launch's
     argument values; cached beside the build by the PTX, the launch and the emulator's
-    code. None where there is no PTX or the emulator cannot follow it."""
+    code. None where there is no PTX or the emulator cannot follow it. `sass_ffma`: the
+    FFMAs of the hottest SASS loop; where that body holds several iterations of the PTX
+    loop, ptxas unrolled it, and the warp is run again with that unroll (ptxsim merges the
+    scalar shared loads that step across iterations, as ptxas does)."""
     from occupancy.tune.ptxsim import WARP, PtxError, Traffic, block_sample, run_warp
 
     try:
@@ -40,7 +44,7 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     if not ptx:
         return None
     blob = json.dumps([__version__, _emulator_hash(), entry, list(args), list(block), list(grid),
-                       banks, whole, hashlib.sha256(ptx.encode()).hexdigest()])
+                       banks, whole, sass_ffma, hashlib.sha256(ptx.encode()).hexdigest()])
     path = cache_dir() / f"traffic-{hashlib.sha256(blob.encode()).hexdigest()}.json"
     try:
         return Traffic(**json.loads(path.read_text(encoding="utf-8")))
@@ -48,13 +52,16 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
         pass  # not cached yet, or unreadable: run it
     try:
         t = run_warp(ptx, entry, args, block, grid, banks, whole=whole)
+        unroll = round(sass_ffma / t.inner_ffma) if t.inner_ffma else 1
+        if unroll >= 2:
+            t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, unroll=unroll)
     except PtxError:
         return None  # the model goes on without the warp's addresses
     last_warp = (math.prod(block) - 1) // WARP
     if last_warp:
         try:
             t = block_sample(t, run_warp(ptx, entry, args, block, grid, banks, last_warp,
-                                         whole))
+                                         whole, max(unroll, 1)))
         except PtxError:
             pass  # warp 0 alone
     try:
