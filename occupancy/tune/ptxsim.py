@@ -723,7 +723,7 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
     inner = min(fp, key=lambda x: x[0])[3] if fp else 0.0
     if not finished and per_loop:
         unit = max(fp or per_loop, key=lambda x: (x[0], x[1][_I["flops"]] * x[2]))[1]
-    return Traffic(complete, len(w.lanes), *unit, inner_ffma=inner)
+    return Traffic(complete, len(w.lanes), **dict(zip(FIELDS, unit, strict=True)), inner_ffma=inner)
 
 
 def block_sample(first: Traffic, last: Traffic | None) -> Traffic:
