@@ -439,7 +439,7 @@ def _sets(values: tuple[str, ...]) -> dict[str, int]:
 
 @main.command()
 @click.argument("target", metavar="matmul|transpose|MANIFEST")
-@device_option
+@devices_option
 @click.option("--kernel", default=None, metavar="NAME",
               help="The tuning entry of MANIFEST to rank (one with a 'space:').")
 @click.option("-n", "size", type=click.IntRange(1, INT32_MAX), default=4096, show_default=True,
@@ -454,41 +454,58 @@ def _sets(values: tuple[str, ...]) -> dict[str, int]:
               help="A `measure --store` file: show the measured best for this GPU, if any.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
 @translate_errors
-def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[str, ...],
-         max_points: int, fmt: str | None, store: str | None, as_json: bool) -> None:
+def tile(target: str, device: tuple[str, ...], kernel: str | None, size: int,
+         sets: tuple[str, ...], max_points: int, fmt: str | None, store: str | None,
+         as_json: bool) -> None:
     """Which tile size? The shipped families, or the tuning space of your own kernel.
 
     `occupancy tile matmul -d gtx1080 -n 4096`: every candidate of kernels/matmul.cu.
     `occupancy tile tune.yaml --kernel sgemm2d -d h200`: every point of the manifest
     entry's space, compiled for the device (registers from the real compiler), solved,
     pruned (cannot launch, spills) and ranked by the model, with the pick and why.
+    Repeat -d for several GPUs: one table each, in order (--json: a list in that order).
     """
     from occupancy.inputs.profiles import load_device
 
-    dev = load_device(device)
+    devs = [load_device(d) for d in device]
     fmt = "json" if as_json else (fmt or "text")
-    if target in ("matmul", "transpose") and kernel is None:
-        from occupancy.output.serialize import tile_dict
-        from occupancy.tune.advisor import analyze
-
-        report = analyze(dev, target, size)
-        if fmt != "text":
-            _emit_json(tile_dict(report))
-            return
-        from occupancy.output.terminal import tile_view
-
-        _console().print(tile_view(report))
-        return
-    if kernel is None:
+    if kernel is None and target not in ("matmul", "transpose"):
         if not os.path.exists(target):
             raise InputError(f"'{target}' is neither matmul nor transpose nor a manifest file: "
                              "give a shipped family, or MANIFEST --kernel NAME")
         raise InputError(f"{target}: give --kernel NAME (a tuning entry of the manifest), or "
                          "matmul / transpose for the shipped families")
-    from occupancy.inputs.manifest.tuning import load_tuning
+    spec = None
+    if kernel is not None:
+        from occupancy.inputs.manifest.tuning import load_tuning
+
+        spec = load_tuning(target, kernel, _sets(sets))
+    dicts = []
+    for dev in devs:
+        out = _tile_one(target, dev, spec, size, max_points, fmt, store)
+        if out is not None:
+            dicts.append(out)
+    if dicts:
+        _emit_json(dicts[0] if len(dicts) == 1 else dicts)
+
+
+def _tile_one(target: str, dev: Any, spec: Any, size: int, max_points: int, fmt: str,
+              store: str | None) -> dict[str, Any] | None:
+    """One device's `tile`: its JSON (returned, printed by the caller), or its table."""
+    if spec is None:
+        from occupancy.tune.advisor import analyze
+
+        report = analyze(dev, target, size)
+        if fmt != "text":
+            from occupancy.output.serialize import tile_dict
+
+            return tile_dict(report)
+        from occupancy.output.terminal import tile_view
+
+        _console().print(tile_view(report))
+        return None
     from occupancy.tune.spaces import points, rank
 
-    spec = load_tuning(target, kernel, _sets(sets))
     pts, removed = points(spec, max_points)
     rep = rank(spec, dev, pts, removed)
     stored = None
@@ -499,9 +516,8 @@ def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[st
     if fmt != "text":
         from occupancy.output.serialize import tune_dict
 
-        _emit_json(tune_dict(rep, kernel_tuner=fmt == "kernel_tuner", stored=stored,
-                             store_checked=bool(store)))
-        return
+        return tune_dict(rep, kernel_tuner=fmt == "kernel_tuner", stored=stored,
+                         store_checked=bool(store))
     from occupancy.output.terminal import tune_view
 
     _console().print(tune_view(rep))
@@ -515,6 +531,7 @@ def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[st
         else:
             click.echo(f"Not measured on {dev.name} ({inert(store)} has no entry): the model's "
                        "pick above stands")
+    return None
 
 
 @main.command()

@@ -424,16 +424,16 @@ def _reference_kernel(cupy: Any, rspec: TuneSpec, dev: Device, rng: Any
     if it has a space); run(inputs) launches it on the given input arrays and returns its
     outputs by name."""
     from occupancy.build.builds import build_cubin
-    from occupancy.tune.spaces import _signature, check_args, points, rank
+    from occupancy.tune.spaces import check_args, kernel_params, points, rank
 
     pts, _ = points(rspec)
     r = rank(rspec, dev, pts[:1]).ranked[0]
     if r.pruned or r.resources is None:
         raise OccupancyError(f"{rspec.manifest}: reference kernel '{inert(rspec.name)}' cannot "
                              f"launch on {dev.name}: {'; '.join(r.reasons) or 'no build'}")
-    check_args(rspec, r.resources.demangled)
+    params = kernel_params(rspec, r.resources, r.build)
+    check_args(rspec, params, r.resources.demangled)
     module, fn = load_function(cupy, build_cubin(r.build), r.resources.function)
-    params = _signature(r.resources.demangled)
     env = {**rspec.problem, **r.point.params}
     grid, block = (*r.point.grid, 1, 1)[:3], (*r.point.block, 1, 1)[:3]
 
@@ -453,7 +453,7 @@ def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: in
     with the driver's occupancy beside the prediction."""
     from occupancy.build.builds import build_cubin
     from occupancy.gpu.results import tuning_record, tuning_result
-    from occupancy.tune.spaces import _signature
+    from occupancy.tune.spaces import kernel_params
 
     cp = cupy_module("measure")
     props = device_properties(0)
@@ -473,7 +473,7 @@ def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: in
             progress(i - 1, len(todo), " ".join(f"{k}={v}" for k, v in r.point.params.items()))
         assert r.resources is not None and r.occupancy is not None  # ranked: it launches
         env = {**spec.problem, **r.point.params}
-        params = _signature(r.resources.demangled)
+        params = kernel_params(spec, r.resources, r.build)
         module, fn = load_function(cp, build_cubin(r.build), r.resources.function)
         if r.point.dynamic_shared_memory > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = r.point.dynamic_shared_memory

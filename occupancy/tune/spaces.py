@@ -166,11 +166,38 @@ def _signature(demangled: str) -> list[str]:
     return [] if parts == ["void"] else parts
 
 
-def check_args(spec: TuneSpec, demangled: str) -> None:
+# PTX parameter types as C types, for a kernel whose name carries no signature
+_PTX_TYPES = {"u64": "unsigned long long", "b64": "unsigned long long", "s64": "long long",
+              "u32": "unsigned int", "b32": "unsigned int", "s32": "int", "f32": "float",
+              "f64": "double", "s16": "short", "u16": "unsigned short", "s8": "char"}
+
+
+def kernel_params(spec: TuneSpec, res: KernelResources, build: Any) -> list[str]:
+    """The kernel's parameter types: from its demangled name, or, for an extern "C" kernel
+    (a plain name, no signature), from its PTX entry, where a 64-bit parameter at the
+    position of an array of `args` is that array's pointer."""
+    from occupancy.build.names import param_start
+
+    if param_start(res.demangled) < len(res.demangled):
+        return _signature(res.demangled)
+    from occupancy.build.builds import build_ptx
+    from occupancy.tune.ptxsim import PtxError, parse_kernel
+
+    try:
+        k = parse_kernel(build_ptx(build), res.function)
+    except (PtxError, OccupancyError):
+        return _signature(res.demangled)
+    out = []
+    for j, (_, t) in enumerate(k.params):
+        array = j < len(spec.args) and isinstance(spec.args[j], ArrayArg)
+        out.append("void*" if array and t in ("u64", "b64", "s64") else _PTX_TYPES.get(t, t))
+    return out
+
+
+def check_args(spec: TuneSpec, params: list[str], demangled: str) -> None:
     """`args` against the compiled signature: count, and pointer vs value per position."""
     if not spec.args:
         return
-    params = _signature(demangled)
     where = f"{spec.manifest}: kernel '{inert(spec.name)}': args"
     if len(params) != len(spec.args):
         raise OccupancyError(f"{where}: {len(spec.args)} given, the kernel takes "
@@ -193,13 +220,22 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
     groups: dict[tuple[tuple[str, str], ...], list[Point]] = {}
     for pt in pts:
         groups.setdefault(pt.defines, []).append(pt)
-    builds = {}
-    for defs, members in groups.items():
-        exprs = sorted({p.function for p in members if "<" in p.function})
-        builds[defs] = device_build(make_build(
+    def build_of(defs: tuple[tuple[str, str], ...], exprs: Sequence[str]) -> Any:
+        return device_build(make_build(
             spec.source, arch_of(dev), shown=spec.shown_source, include_dirs=spec.include_dirs,
             flags=spec.flags, defines=dict(defs), name_expressions=exprs), dev)
+
+    builds: dict[Any, Any] = {}
+    for defs, members in groups.items():
+        builds[defs] = build_of(defs, sorted({p.function for p in members if "<" in p.function}))
     results = dict(zip(builds, parallel_map(compile_build, list(builds.values())), strict=True))
+    # one instance that does not compile fails its whole group's build: build each instance
+    # of such a group on its own, so only that one is marked
+    retry = {(defs, fn): build_of(defs, [fn]) for defs, members in groups.items()
+             if isinstance(results[defs], BaseException) and len(builds[defs].name_expressions) > 1
+             for fn in sorted({p.function for p in members})}
+    builds.update(retry)
+    results.update(zip(retry, parallel_map(compile_build, list(retry.values())), strict=True))
     errors = {k: v for k, v in results.items() if isinstance(v, BaseException)}
     if len(errors) == len(results):
         first = next(iter(errors.values()))
@@ -208,7 +244,8 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
     out: list[Ranked] = []
     signature_checked = False
     for pt in pts:
-        found = results[pt.defines]
+        key = (pt.defines, pt.function) if (pt.defines, pt.function) in retry else pt.defines
+        found = results[key]
         if isinstance(found, BaseException):
             out.append(Ranked(pt, None, None, None, (f"does not compile: {found}",)))
             continue
@@ -219,7 +256,7 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
             out.append(Ranked(pt, None, None, None, (str(exc),)))
             continue
         if not signature_checked:
-            check_args(spec, res.demangled)
+            check_args(spec, kernel_params(spec, res, builds[key]), res.demangled)
             signature_checked = True
         occ = solve(dev, pt.threads, res.registers_per_thread, res.static_shared_memory,
                     pt.dynamic_shared_memory, spec.carveout, res.max_threads_per_block,
@@ -234,10 +271,10 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
             flops = float(spec.work["flops"](env)) if "flops" in spec.work else 0.0
             dram = float(spec.work["dram_bytes"](env)) if "dram_bytes" in spec.work else 0.0
             if flops or dram:
-                warp = traffic(spec, pt, builds[pt.defines], res, dev)
+                warp = traffic(spec, pt, builds[key], res, dev)
                 pred = predict_work(dev, occ, pt.grid_blocks, flops, dram,
                                     res.registers_per_thread, res.loop_mix, warp)
-        out.append(Ranked(pt, res, occ, pred, tuple(reasons), builds[pt.defines], warp))
+        out.append(Ranked(pt, res, occ, pred, tuple(reasons), builds[key], warp))
     ok = sorted((r for r in out if not r.pruned),
                 key=lambda r: (r.prediction.predicted_ms if r.prediction else 0.0,
                                -(r.occupancy.occupancy if r.occupancy else 0)))

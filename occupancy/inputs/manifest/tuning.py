@@ -168,6 +168,10 @@ class _TuneEntry:
         raw = self.e.get("problem", {})
         if not isinstance(raw, dict):
             raise self.fail("problem", "must map sizes to numbers, e.g. {M: 4096}")
+        unknown = sorted(set(self.overrides) - set(raw)) if not self.as_reference else []
+        if unknown:
+            raise self.fail("problem", f"--set {inert(unknown[0])}: no such problem size; "
+                            f"the problem has {', '.join(map(inert, raw)) or 'none'}")
         problem: dict[str, int] = {}
         for k, v in {**raw, **self.overrides}.items():
             if not isinstance(k, str) or not _NAME.fullmatch(k):
