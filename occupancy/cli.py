@@ -595,6 +595,10 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
               help="Only these candidates (labels as `occupancy tile` prints them).")
 @click.option("--top", type=click.IntRange(1, 10_000), default=None, metavar="K",
               help="With a MANIFEST: only the K best predicted points (default: all launchable).")
+@click.option("--budget", type=click.IntRange(1, 10_000), default=None, metavar="N",
+              help="With a MANIFEST: at most N points, chosen one at a time (the predicted "
+                   "leaders, then the points that could still beat the best measured), stopping "
+                   "once none can.")
 @click.option("--set", "sets", multiple=True, metavar="NAME=N",
               help="Override a problem size of the manifest (repeat).")
 @click.option("--store", default=None, metavar="FILE.json",
@@ -606,12 +610,13 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
               help="Also write the JSON record to this file.")
 @translate_errors
 def measure(target: str, kernel: str | None, size: int | None, tiles: str | None,
-            top: int | None, sets: tuple[str, ...], store: str | None, reps: int, as_json: bool,
-            output: str | None) -> None:
+            top: int | None, budget: int | None, sets: tuple[str, ...], store: str | None,
+            reps: int, as_json: bool, output: str | None) -> None:
     """Launch kernels on the GPU: verify, time, compare with the model.
 
     The shipped families (matmul, transpose), or the tuning space of your own kernel:
-    `occupancy measure tune.yaml --kernel sgemm2d --top 8 --store best.json`. Needs CuPy
+    `occupancy measure tune.yaml --kernel sgemm2d --top 8 --store best.json`, or the few
+    points that find its best: `... --budget 8`. Needs CuPy
     and an NVIDIA GPU (pip install 'occupancy[gpu]') and a compiler. For every candidate:
     predicted and driver occupancy, predicted and measured time.
     """
@@ -619,6 +624,9 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
 
     from occupancy.gpu.measure import cupy_module
 
+    if budget is not None and (kernel is None or top is not None):
+        raise InputError("--budget chooses the points of a MANIFEST --kernel NAME; give it "
+                         "without --top")
     cupy_module("measure")  # fail fast, before anything else, without CuPy or a GPU
     from rich.console import Console
     from rich.progress import Progress
@@ -651,7 +659,8 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
             inputs.append(target)
             dev = from_cuda_properties(device_properties(0))
             pts, removed = points(spec)
-            tuned = measure_tuning(spec, rank(spec, dev, pts, removed), top, reps, progress)
+            tuned = measure_tuning(spec, rank(spec, dev, pts, removed), top, reps, progress,
+                                   budget)
     record = tuned if tuned is not None else shipped
     if output:
         write_output(output, json.dumps(record, indent=2) + "\n", inputs)
@@ -667,6 +676,9 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
         from occupancy.output.terminal import measure_tuning_view
 
         _console().print(measure_tuning_view(tuned))
+        if "search" in tuned:
+            s = tuned["search"]
+            click.echo(f"{s['runs']} runs of a budget of {s['budget']}: {s['stopped']}")
     elif shipped is not None:
         from occupancy.output.terminal import measure_view
 
