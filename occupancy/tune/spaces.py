@@ -209,6 +209,9 @@ def check_args(spec: TuneSpec, params: list[str], demangled: str) -> None:
                                  f" but the kernel's parameter {j} is {inert(t)}")
 
 
+INSTANCES_PER_BUILD = 24  # template instances one compile holds
+
+
 def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int = 0
          ) -> TuneReport:
     """Compile every point for the device (one build per distinct set of -D macros, all its
@@ -217,22 +220,33 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
     from occupancy.build.compilers import make_build, parallel_map
     from occupancy.build.names import match_kernel
 
-    groups: dict[tuple[tuple[str, str], ...], list[Point]] = {}
+    # one build per distinct set of -D macros and up to INSTANCES_PER_BUILD template
+    # instances (a compile is serial inside; several run in parallel on the cores)
+    instances: dict[tuple[tuple[str, str], ...], list[str]] = {}
     for pt in pts:
-        groups.setdefault(pt.defines, []).append(pt)
+        seen = instances.setdefault(pt.defines, [])
+        if pt.function not in seen:
+            seen.append(pt.function)
+    order = {(d, fn): i // INSTANCES_PER_BUILD for d, fns in instances.items()
+             for i, fn in enumerate(fns)}
+    groups: dict[Any, list[Point]] = {}
+    for pt in pts:
+        groups.setdefault((pt.defines, order[pt.defines, pt.function]), []).append(pt)
+
     def build_of(defs: tuple[tuple[str, str], ...], exprs: Sequence[str]) -> Any:
         return device_build(make_build(
             spec.source, arch_of(dev), shown=spec.shown_source, include_dirs=spec.include_dirs,
             flags=spec.flags, defines=dict(defs), name_expressions=exprs), dev)
 
     builds: dict[Any, Any] = {}
-    for defs, members in groups.items():
-        builds[defs] = build_of(defs, sorted({p.function for p in members if "<" in p.function}))
+    for (defs, chunk), members in groups.items():
+        builds[defs, chunk] = build_of(defs, sorted({p.function for p in members
+                                                     if "<" in p.function}))
     results = dict(zip(builds, parallel_map(compile_build, list(builds.values())), strict=True))
     # one instance that does not compile fails its whole group's build: build each instance
     # of such a group on its own, so only that one is marked
-    retry = {(defs, fn): build_of(defs, [fn]) for defs, members in groups.items()
-             if isinstance(results[defs], BaseException) and len(builds[defs].name_expressions) > 1
+    retry = {(g[0], fn): build_of(g[0], [fn]) for g, members in groups.items()
+             if isinstance(results[g], BaseException) and len(builds[g].name_expressions) > 1
              for fn in sorted({p.function for p in members})}
     builds.update(retry)
     results.update(zip(retry, parallel_map(compile_build, list(retry.values())), strict=True))
@@ -244,7 +258,8 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
     out: list[Ranked] = []
     signature_checked = False
     for pt in pts:
-        key = (pt.defines, pt.function) if (pt.defines, pt.function) in retry else pt.defines
+        key = (pt.defines, pt.function) if (pt.defines, pt.function) in retry else \
+            (pt.defines, order[pt.defines, pt.function])
         found = results[key]
         if isinstance(found, BaseException):
             out.append(Ranked(pt, None, None, None, (f"does not compile: {found}",)))
