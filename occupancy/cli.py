@@ -157,8 +157,10 @@ class OneLineErrors(click.Group):
     Ctrl-C exits 130 with one line; a closed stdout pipe exits without a traceback."""
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        from occupancy.build.run import Terminated, install_signal_handlers
         from occupancy.inputs.safety import one_line
 
+        install_signal_handlers()
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
         try:
@@ -176,6 +178,9 @@ class OneLineErrors(click.Group):
         except (click.Abort, KeyboardInterrupt):
             click.echo("Interrupted.", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except Terminated as exc:  # the tools' groups are ended, the temp folders gone
+            click.echo("Terminated.", err=True)
+            sys.exit(exc.exit_code)
         except BrokenPipeError:
             _quiet_broken_pipe()
         except ValueError as exc:

@@ -27,6 +27,7 @@ from occupancy.build.compilers import (
     nvdisasm_path,
     nvrtc_include_dirs,
 )
+from occupancy.build.run import COMPILER_MEMORY, run_tool
 from occupancy.build.resources import CompileError, CompilerUnavailable, KernelResources, parse_ptxas_log
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
@@ -44,7 +45,8 @@ def _first_errors(text: str, build: Build, tmp: str | None = None,
     msg = " | ".join(ln.strip() for ln in errs[:_ERROR_LINES])[:600]
     for path, shown in (also or {}).items():
         msg = msg.replace(path, shown)
-    msg = msg.replace(build.source, build.shown)
+    if build.source:  # an empty source (a PTX JIT) would put the name between every character
+        msg = msg.replace(build.source, build.shown)
     if tmp:
         msg = msg.replace(tmp + os.sep, "")
     return inert(msg) if msg else "failed without a message"
@@ -53,8 +55,7 @@ def _first_errors(text: str, build: Build, tmp: str | None = None,
 def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None,
          also: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", cwd=cwd,
-                           timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        r = run_tool(cmd, timeout=TIMEOUT_S, memory=COMPILER_MEMORY, cwd=cwd)
     except subprocess.TimeoutExpired:
         raise CompileError(f"{inert(build.shown)}: {what} did not finish in {TIMEOUT_S} s") from None
     except OSError as exc:
@@ -131,8 +132,7 @@ def _loop_mixes(cubin: bytes) -> dict[str, tuple[tuple[str, int], ...]]:
         path = os.path.join(tmp, "k.cubin")
         Path(path).write_bytes(cubin)
         try:
-            r = subprocess.run([exe, "-c", path], capture_output=True, text=True, timeout=120,
-                               errors="replace", stdin=subprocess.DEVNULL)
+            r = run_tool([exe, "-c", path], timeout=120)
         except (OSError, subprocess.TimeoutExpired):
             return {}
     return sass_loop_mix(r.stdout) if r.returncode == 0 else {}

@@ -13,6 +13,7 @@ from pathlib import Path
 from occupancy.build.binaries import kind_of, parse_cubin, ptx_target, static_shared_from_cubin
 from occupancy.build.builds import _combine, _run
 from occupancy.build.compilers import COMPILER_HINT, Build, compiler_for, cuda_tool
+from occupancy.build.run import run_tool
 from occupancy.build.resources import CompilerUnavailable, KernelResources
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
@@ -71,8 +72,7 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
         os.mkdir(out_dir)
         try:
             for flag in ("-xelf", "-xptx"):
-                subprocess.run([exe, flag, "all", local], cwd=out_dir, capture_output=True,
-                               timeout=120, stdin=subprocess.DEVNULL)
+                run_tool([exe, flag, "all", local], cwd=out_dir, timeout=120)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise OccupancyError(f"{inert(shown)}: cuobjdump failed: {exc}") from None
         for f in sorted(os.listdir(out_dir))[:512]:

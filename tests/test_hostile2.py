@@ -1,0 +1,80 @@
+"""Hostile input, round 2 (issue 21): binaries, expressions, signals, leaks and stores."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_hostile import ENV, ROOT, SRC, WALL_S, one_error_line, run
+
+# A kernel that keeps nvcc's children (cicc, ptxas) busy for minutes: 50,000 dependent FMAs.
+SLOW_CU = """#define A x = x * a[(x > 1.0f) ? 3 : 5] + 1.0f;
+#define B A A A A A A A A A A
+#define C B B B B B B B B B B
+#define D C C C C C C C C C C
+#define E D D D D D D D D D D
+__global__ void slow(float* a) { float x = a[threadIdx.x]; E E E E E a[threadIdx.x] = x; }
+"""
+
+
+def _nvcc() -> None:
+    from occupancy.build.compilers import nvcc_path
+
+    if nvcc_path() is None:
+        pytest.skip("nvcc not found")
+
+
+def _procs_mentioning(text: str) -> list[str]:
+    """Processes (not this one) whose command line names `text`."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmd:
+            found.append(f"{d.name}: {cmd[:200]}")
+    return found
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_mid_compile_ends_the_compiler_and_its_temp_folders(
+        tmp_path: Path, sig: int, code: int) -> None:
+    _nvcc()
+    (tmp_path / "slow.cu").write_text(SLOW_CU)
+    (tmp_path / "m.yaml").write_text("devices: [a100]\nkernels:\n"
+                                     "  - {name: slow, block: 256, source: slow.cu}\n")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, **ENV, "TMPDIR": str(tmp), "OCCUPANCY_CACHE_DIR": str(tmp_path / "cache")}
+    p = subprocess.Popen([sys.executable, "-m", "occupancy", "check", "m.yaml"], cwd=tmp_path,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not any("cicc" in c or "ptxas" in c or "cudafe" in c
+                      for c in _procs_mentioning(str(tmp))):
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.1)
+        time.sleep(0.3)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=WALL_S)
+    finally:
+        p.kill()
+    time.sleep(0.5)
+    left = _procs_mentioning(str(tmp))
+    for line in left:  # never leave them running, even when the test fails
+        os.kill(int(line.split(":")[0]), signal.SIGKILL)
+    assert p.returncode == code, (p.returncode, err[-500:])
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not left, left
+    assert not list(tmp.glob("occupancy-*"))
