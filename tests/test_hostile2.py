@@ -78,3 +78,52 @@ def test_a_signal_mid_compile_ends_the_compiler_and_its_temp_folders(
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert not left, left
     assert not list(tmp.glob("occupancy-*"))
+
+
+# --- 1. decompression bombs and tool limits ------------------------------------------------
+
+FATBIN = ROOT / "tests" / "fixtures" / "small.fatbin"  # nvcc -fatbin -Xfatbin -compress-all
+
+
+def _bomb(declared: int) -> bytes:
+    """The small compressed fatbin, its first entry declaring `declared` bytes unpacked."""
+    data = bytearray(FATBIN.read_bytes())
+    struct.pack_into("<Q", data, 16 + 0x38, declared)
+    return bytes(data)
+
+
+def test_fatbin_sizes_are_read_from_its_headers() -> None:
+    from occupancy.build.binaries import fatbin_declared_sizes
+
+    assert fatbin_declared_sizes(FATBIN.read_bytes())[0] == 3616
+    host = b"\x7fELF" + b"\0" * 100 + _bomb(6 << 30) + b"\0" * 10 + FATBIN.read_bytes()
+    assert fatbin_declared_sizes(host)[0] == 6 << 30 and 3616 in fatbin_declared_sizes(host)[1:]
+
+
+@pytest.mark.parametrize("where", ["resources", "manifest"])
+def test_a_decompression_bomb_is_refused_before_any_tool_runs(tmp_path: Path, where: str) -> None:
+    (tmp_path / "bomb.fatbin").write_bytes(_bomb(6 << 30))
+    if where == "resources":
+        r, wall = run(["resources", "bomb.fatbin", "--arch", "sm_80"], tmp_path)
+        one_error_line(r)
+        text = r.stderr
+    else:
+        (tmp_path / "m.yaml").write_text("devices: [a100]\nkernels:\n"
+                                         "  - {name: k, block: 256, cubin: bomb.fatbin}\n")
+        r, wall = run(["check", "m.yaml"], tmp_path)
+        assert r.returncode == 2 and "Traceback" not in r.stderr
+        text = r.stdout + r.stderr
+    assert "declares 6,442,450,944 bytes" in " ".join(text.split()) and wall < WALL_S
+
+
+def test_tools_run_under_a_memory_limit_in_their_own_group() -> None:
+    from occupancy.build.run import run_tool
+
+    r = run_tool([sys.executable, "-c", "x = bytearray(3 << 30); print(len(x))"], timeout=30,
+                 memory=1 << 30)
+    assert r.returncode != 0 and "MemoryError" in r.stderr
+    r = run_tool([sys.executable, "-c", "import os; print(os.getpgid(0) == os.getpid())"],
+                 timeout=30)
+    assert r.stdout.strip() == "True"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_tool([sys.executable, "-c", "while True: pass"], timeout=1)

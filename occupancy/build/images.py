@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from occupancy.build.binaries import kind_of, parse_cubin, ptx_target, static_shared_from_cubin
+from occupancy.build.binaries import check_fatbin_sizes, kind_of, parse_cubin, ptx_target, static_shared_from_cubin
 from occupancy.build.builds import _combine, _run
 from occupancy.build.compilers import COMPILER_HINT, Build, compiler_for, cuda_tool
 from occupancy.build.run import run_tool
@@ -58,6 +58,10 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
     if kind not in ("fatbin", "host"):
         raise OccupancyError(f"{inert(shown)}: not a cubin, fatbin, PTX file, executable or "
                              "library")
+    try:
+        check_fatbin_sizes(data)
+    except OccupancyError as exc:
+        raise OccupancyError(f"{inert(shown)}: {exc}") from None
     exe = cuobjdump_path()
     if exe is None:
         raise CompilerUnavailable(f"{inert(shown)}: reading a fatbin needs cuobjdump: pip install "
