@@ -47,7 +47,10 @@ def translate_errors(f: F) -> F:
 def _console() -> Any:
     from rich.console import Console
 
-    return Console(highlight=False, markup=False, emoji=False)
+    from occupancy.inputs.safety import InertLines
+
+    return Console(file=InertLines(sys.stdout), highlight=False, markup=False,  # type: ignore[arg-type]
+                   emoji=False)
 
 
 def _emit_json(data: Any) -> None:
@@ -350,8 +353,11 @@ def check(manifest: str, fmt: str, as_json: bool, output: str | None) -> None:
 
             from rich.console import Console
 
+            from occupancy.inputs.safety import InertLines
+
             buf = StringIO()
-            Console(file=buf, width=100, markup=False, emoji=False).print(
+            Console(file=InertLines(buf), width=100, markup=False,  # type: ignore[arg-type]
+                    emoji=False).print(
                 check_table(manifest, verdicts))
             write_output(output, buf.getvalue(), _check_inputs(m))
         else:

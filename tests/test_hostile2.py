@@ -127,3 +127,63 @@ def test_tools_run_under_a_memory_limit_in_their_own_group() -> None:
     assert r.stdout.strip() == "True"
     with pytest.raises(subprocess.TimeoutExpired):
         run_tool([sys.executable, "-c", "while True: pass"], timeout=1)
+
+
+# --- 2. output injection in every renderer --------------------------------------------------
+
+EVIL = "x\n::error file=evil,line=1::pwned\x1b]0;title\x07\u202e\u2066\u2028y"
+STOP = "::stop-commands::tok"
+
+
+def _profile(tmp_path: Path, name: str, fname: str = "evil.yaml") -> str:
+    from occupancy.inputs.profiles import shipped_dir
+
+    text = (shipped_dir() / "a100.yaml").read_text()
+    text = text.replace('name: "NVIDIA A100 SXM4 40GB"', f"name: {json.dumps(name)}")
+    (tmp_path / fname).write_text(text.replace("aliases: [a100, a100-sxm4, ga100]", "aliases: []"))
+    return fname
+
+
+def _no_injection(text: str) -> None:
+    for ch in "\x1b\x07\u202e\u2066\u2028\u2029":
+        assert ch not in text, (ch, text[:300])
+    assert not any(ln.lstrip().startswith("::") for ln in text.splitlines()), text[:600]
+
+
+@pytest.mark.parametrize("name", [EVIL, STOP], ids=["newline-ansi-bidi", "stop-commands"])
+@pytest.mark.parametrize("cmd", [["calc", "-t", "256"], ["best"], ["plot"], ["tile", "matmul"],
+                                 ["devices", "show"]])
+def test_profile_names_are_inert_in_text_output(tmp_path: Path, name: str, cmd: list[str]) -> None:
+    f = _profile(tmp_path, name)
+    args = [*cmd, f] if cmd[0] == "devices" else [cmd[0], "-d", f, *cmd[1:]]
+    r, _ = run(args, tmp_path, timeout=60)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-500:]
+    _no_injection(r.stdout)
+
+
+@pytest.mark.parametrize("fmt", ["text", "junit"])
+def test_kernel_and_device_names_are_inert_in_check(tmp_path: Path, fmt: str) -> None:
+    _profile(tmp_path, STOP, "stop.yaml")
+    (tmp_path / "m.yaml").write_text(
+        "devices: [stop.yaml]\nkernels:\n"
+        f"  - {{name: {json.dumps(STOP)}, block: 256, registers: 300}}\n"
+        f"  - {{name: {json.dumps(EVIL)}, block: 256, registers: 300}}\n")
+    r, _ = run(["check", "m.yaml", "--format", fmt], tmp_path)
+    assert r.returncode == 1, r.stderr
+    _no_injection(r.stdout)
+    r, _ = run(["check", "m.yaml", "--format", fmt, "-o", "out.txt"], tmp_path)
+    _no_injection((tmp_path / "out.txt").read_text())
+
+
+def test_the_terminal_stream_neutralises_what_renderers_miss() -> None:
+    from io import StringIO
+
+    from occupancy.inputs.safety import InertLines
+
+    buf = StringIO()
+    s = InertLines(buf)
+    s.write("ok\n  ::error::x\u202e\n")
+    s.write("::warn")
+    s.write("ing::y ::mid\n")
+    _no_injection(buf.getvalue())
+    assert "::mid" in buf.getvalue()

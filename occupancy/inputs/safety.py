@@ -14,6 +14,7 @@ import stat
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TextIO
 
 from occupancy.core.errors import OccupancyError
 
@@ -89,9 +90,10 @@ def _printable(ch: str) -> bool:
 
 
 def inert(text: str) -> str:
-    """Text as one printable line: a name with a control character, a newline or a lone
-    surrogate is shown the way Python writes it (`'x\\n::error'`), else unchanged."""
-    if all(_printable(ch) for ch in text):
+    """Text as one printable line: a name with a control, bidi or line-separator character,
+    a lone surrogate, or a leading `::` (a CI workflow command once it starts a line) is
+    shown quoted, the way Python writes it (`'x\\n::error'`), else unchanged."""
+    if all(_printable(ch) for ch in text) and not text.lstrip().startswith("::"):
         return text
     out = []
     for ch in text:
@@ -102,6 +104,46 @@ def inert(text: str) -> str:
         else:
             out.append(ascii(ch)[1:-1])
     return "'" + "".join(out) + "'"
+
+
+class InertLines:
+    """A text stream for the terminal renderers: whatever reaches it, no line starts with
+    a CI workflow command (`::x` becomes `:\\:x`), and control, bidi and line-separator
+    characters other than newline (and colour escapes on a terminal) become escapes."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.at_start = True
+
+    def _char(self, ch: str) -> str:
+        if ch in "\n\t" or _printable(ch) or (ch == "\x1b" and self.tty):
+            return ch
+        return ascii(ch)[1:-1]
+
+    def write(self, text: str) -> int:
+        out = []
+        for line in text.splitlines(keepends=True):
+            body = "".join(self._char(ch) for ch in line)
+            if self.at_start and body.lstrip().startswith("::"):
+                i = body.index("::")
+                body = body[:i] + ":\\" + body[i + 1:]
+            out.append(body)
+            self.at_start = line.endswith("\n")
+        return self.stream.write("".join(out))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.stream, "encoding", "utf-8")
 
 
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
