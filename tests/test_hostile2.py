@@ -187,3 +187,29 @@ def test_the_terminal_stream_neutralises_what_renderers_miss() -> None:
     s.write("ing::y ::mid\n")
     _no_injection(buf.getvalue())
     assert "::mid" in buf.getvalue()
+
+
+# --- 3. a file that is not a profile is not echoed ------------------------------------------
+
+SECRET = "root:$6$saltsalt$0123456789abcdefSECRETHASH:20228:0:99999:7:::\n" \
+         "daemon:*:20228:0:99999:7:::\nalice:$6$x$ANOTHERSECRET:1:0:99999:7:::\n"
+
+
+@pytest.mark.parametrize("how", ["calc -d", "devices: [...]", "extends:", "check"])
+def test_a_file_that_is_not_a_profile_is_not_echoed(tmp_path: Path, how: str) -> None:
+    (tmp_path / "shadow").write_text(SECRET)
+    secret = str(tmp_path / "shadow")
+    if how == "calc -d":
+        args = ["calc", "-d", secret, "-t", "256"]
+    elif how == "extends:":
+        (tmp_path / "p.yaml").write_text(f"extends: {secret}\n")
+        args = ["calc", "-d", "p.yaml", "-t", "256"]
+    else:
+        (tmp_path / "m.yaml").write_text(f"devices: [{secret}]\nkernels:\n"
+                                         "  - {name: k, block: 256, registers: 32}\n")
+        args = ["check", secret if how == "check" else "m.yaml"]
+    r, _ = run(args, tmp_path)
+    text = r.stdout + r.stderr
+    assert r.returncode == 2 and "Traceback" not in text, text
+    assert "SECRET" not in text and "daemon" not in text and "alice" not in text, text
+    assert "saltsalt" not in text, text

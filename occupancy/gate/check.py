@@ -23,7 +23,7 @@ from occupancy.core.solver import LIMIT_NAMES, OccupancyResult, cliffs, solve
 from occupancy.core.words import limiters, pct
 from occupancy.inputs.files import YamlDoc, read_yaml
 from occupancy.inputs.profiles import load_device
-from occupancy.inputs.safety import INT32_MAX, check_define_name, define_value, inert
+from occupancy.inputs.safety import INT32_MAX, check_define_name, define_value, excerpt, inert
 
 
 class ManifestError(FileError):
@@ -165,7 +165,7 @@ def tuning_entry(entry: object) -> bool:
 
 def _unknown_key(key: object, allowed: set[str]) -> str:
     near = difflib.get_close_matches(str(key), allowed, n=1)
-    return f"unknown key '{inert(str(key))}'" + (f"; did you mean '{near[0]}'?" if near else
+    return f"unknown key {excerpt(key)}" + (f"; did you mean '{near[0]}'?" if near else
                                                   f"; allowed: {', '.join(sorted(allowed))}")
 
 

@@ -15,7 +15,7 @@ import yaml
 from occupancy.core.device import Device, cc_row
 from occupancy.core.errors import ProfileError, UnknownComputeCapabilityError, UnknownDeviceError
 from occupancy.inputs.files import YamlDoc, data_dir, display, read_yaml
-from occupancy.inputs.safety import inert
+from occupancy.inputs.safety import excerpt, inert
 
 ENV_DIR = "OCCUPANCY_PROFILES"
 
@@ -117,6 +117,25 @@ class _Problems:
         raise ProfileError(f"{len(parts)} problems: " + "; ".join(parts), self.path)
 
 
+def _unknown_keys(data: dict[Any, Any], errs: _Problems, path: str, doc: YamlDoc | None) -> None:
+    """The first unknown key (and how many more), never the lines of a file that is not a
+    profile at all."""
+    unknown = [k for k in data if k not in SCHEMA and k not in _LINK_KEYS]
+    if not unknown:
+        return
+    first = unknown[0]
+    line = doc.line(str(first)) if doc else None
+    if len(unknown) == len(data):
+        raise ProfileError(f"not a device profile: none of its keys is a profile key (the "
+                           f"first: {excerpt(first)}); see README, 'Device profiles'", path, line)
+    import difflib
+
+    near = difflib.get_close_matches(str(first), SCHEMA, n=1)
+    hint = f"; did you mean '{near[0]}'?" if near else "; see README, 'Device profiles'"
+    more = f" (and {len(unknown) - 1} more unknown keys)" if len(unknown) > 1 else ""
+    errs.add(f"unknown key {excerpt(first)}{more}{hint}", str(first))
+
+
 def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Device:
     """Validate a parsed profile and build the Device; every problem is reported at once,
     each with its line and key and the fix."""
@@ -126,13 +145,7 @@ def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Dev
         raise ProfileError("a profile must be a mapping of keys to values (see README, "
                            "'Device profiles')", path)
     errs = _Problems(path, doc)
-    for key in data:
-        if key not in SCHEMA and key not in _LINK_KEYS:
-            import difflib
-
-            near = difflib.get_close_matches(str(key), SCHEMA, n=1)
-            hint = f"; did you mean '{near[0]}'?" if near else "; see README, 'Device profiles'"
-            errs.add(f"unknown key '{inert(str(key))}'{hint}", str(key))
+    _unknown_keys(data, errs, path, doc)
     for key, (kind, required, what) in SCHEMA.items():
         if key not in data or data[key] is None:
             if required:

@@ -146,6 +146,18 @@ class InertLines:
         return getattr(self.stream, "encoding", "utf-8")
 
 
+EXCERPT = 16  # characters of a bad key an error may quote (the file may be /etc/shadow)
+
+
+def excerpt(text: object) -> str:
+    """A short, quoted piece of text from a file that may not be ours to show: its first
+    characters up to the first that is not a letter, digit, _, ., - or space."""
+    t = str(text)
+    head = re.match(r"[A-Za-z0-9_.\- ]{0,%d}" % EXCERPT, t)
+    part = head.group(0) if head else ""
+    return f"'{part}" + ("...'" if len(part) < len(t) else "'")
+
+
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
