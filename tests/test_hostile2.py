@@ -213,3 +213,31 @@ def test_a_file_that_is_not_a_profile_is_not_echoed(tmp_path: Path, how: str) ->
     assert r.returncode == 2 and "Traceback" not in text, text
     assert "SECRET" not in text and "daemon" not in text and "alice" not in text, text
     assert "saltsalt" not in text, text
+
+
+# --- 8. user profiles extending user profiles -----------------------------------------------
+
+
+def test_a_chain_of_user_profiles_works(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text('extends: b\nname: "GPU A"\nsm_count: 50\n')
+    (tmp_path / "b.yaml").write_text('extends: a100\nname: "GPU B"\nsm_count: 60\n')
+    env = {"OCCUPANCY_PROFILES": str(tmp_path)}
+    r, _ = run(["calc", "-d", "a", "-t", "256", "--json"], tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["device_name"] == "GPU A"
+    r, _ = run(["devices"], tmp_path, env=env)
+    assert r.returncode == 0 and "GPU A" in r.stdout and "GPU B" in r.stdout, r.stderr
+
+
+def test_a_cycle_of_user_profiles_is_one_error_and_devices_still_works(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text('extends: b\nname: "GPU A"\n')
+    (tmp_path / "b.yaml").write_text('extends: a\nname: "GPU B"\n')
+    env = {"OCCUPANCY_PROFILES": str(tmp_path)}
+    for args in (["calc", "-d", "a", "-t", "256"], ["calc", "-d", "b.yaml", "-t", "256"]):
+        r, _ = run(args, tmp_path, env=env)
+        one_error_line(r)
+        assert "cycle" in r.stderr and "recursion" not in r.stderr
+    r, _ = run(["devices"], tmp_path, env=env)
+    assert r.returncode == 0 and "a100" in r.stdout and "Traceback" not in r.stderr
+    r, _ = run(["calc", "-d", "v100", "-t", "256"], tmp_path, env=env)
+    assert r.returncode == 0 and r.stderr == ""

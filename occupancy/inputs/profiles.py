@@ -288,11 +288,14 @@ def _base_profile(ref: str, here: Path, chain: tuple[str, ...], shown: str, line
     if ref.endswith((".yaml", ".yml")) or "/" in ref or os.sep in ref:
         p = Path(ref) if os.path.isabs(ref) else here / ref
         return load_profile(p, chain)
-    for f in shipped_dir().glob("*.yaml"):
+    # By name: a shipped or user file of that name (the chain sees cycles through names
+    # too), else a shipped profile's full name or alias. Never the whole catalogue: it
+    # loads every user profile, this one included.
+    for f in (*shipped_dir().glob("*.yaml"), *_user_files()):
         if f.stem.lower() == ref.lower():
             return load_profile(f, chain)
     try:
-        return _catalogue()[ref.lower()]
+        return _shipped_names()[ref.lower()]
     except KeyError:
         raise ProfileError(f"extends: no shipped profile '{inert(ref)}' (occupancy devices lists "
                            "them)", shown, line) from None
@@ -309,6 +312,18 @@ def user_dirs() -> list[Path]:
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     dirs.append(Path(xdg) / "occupancy" / "profiles")
     return dirs
+
+
+def _user_files() -> list[Path]:
+    return [f for d in user_dirs() if d.is_dir() for f in sorted(d.glob("*.yaml")) if f.is_file()]
+
+
+def _shipped_names() -> dict[str, Device]:
+    out: dict[str, Device] = {}
+    for f in sorted(shipped_dir().glob("*.yaml")):
+        dev = _load(f)
+        out.update(dict.fromkeys(_names(dev, f.stem), dev))
+    return out
 
 
 def _profile_files() -> Iterator[Path]:
@@ -342,6 +357,9 @@ def _names(dev: Device, stem: str) -> set[str]:
     return {stem.lower(), dev.name.lower(), *dev.aliases}
 
 
+_broken: dict[str, ProfileError] = {}  # user profiles that failed to load, by file stem
+
+
 def _catalogue() -> dict[str, Device]:
     """Every name and alias -> its device. Shipped names never collide (a test keeps it so);
     a user profile that takes a shipped name or alias must say `overrides: THAT`, and then
@@ -357,7 +375,11 @@ def _catalogue() -> dict[str, Device]:
     for f in _profile_files():
         if f.parent == shipped_dir() or f in shipped_files:
             continue
-        dev = _load(f)
+        try:
+            dev = _load(f)
+        except ProfileError as exc:  # one broken user profile must not break every command
+            _broken[f.stem.lower()] = exc  # said by all_devices, raised when asked for by name
+            continue
         # The file stem and the aliases are claims; a full name shared with a shipped
         # profile (a copied file) stays the shipped one's.
         claims = {f.stem.lower(), *dev.aliases}
@@ -383,7 +405,10 @@ def _catalogue() -> dict[str, Device]:
 def all_devices() -> list[Device]:
     """Every shipped and user profile, once each (a user profile with `overrides:` replaces
     the shipped one)."""
-    return list({id(d): d for d in _catalogue().values()}.values())
+    devs = list({id(d): d for d in _catalogue().values()}.values())
+    for exc in _broken.values():
+        _warn(f"skipping a user profile: {exc}")
+    return devs
 
 
 def load_device(name: str | os.PathLike[str] | Device) -> Device:
@@ -404,6 +429,8 @@ def load_device(name: str | os.PathLike[str] | Device) -> Device:
     known = _catalogue()
     if wanted in known:
         return known[wanted]
+    if wanted in _broken:
+        raise _broken[wanted]
     import difflib
 
     near = difflib.get_close_matches(wanted, known, n=3, cutoff=0.5)
