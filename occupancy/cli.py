@@ -458,6 +458,10 @@ def _sets(values: tuple[str, ...]) -> dict[str, int]:
               help="Override a problem size of the manifest, e.g. --set M=2048 (repeat).")
 @click.option("--max-points", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True,
               help="Refuse spaces larger than this before compiling anything.")
+@click.option("--max-compiles", type=click.IntRange(1, 100_000), default=64, show_default=True,
+              help="Refuse spaces that need more compiler runs (distinct defines).")
+@click.option("--max-instances", type=click.IntRange(1, 1_000_000), default=256,
+              show_default=True, help="Refuse more template instances in one compile.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "kernel_tuner"]),
               default=None, help="kernel_tuner: the pruned space as restrictions, as JSON.")
 @click.option("--store", default=None, metavar="FILE.json",
@@ -465,7 +469,8 @@ def _sets(values: tuple[str, ...]) -> dict[str, int]:
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
 @translate_errors
 def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[str, ...],
-         max_points: int, fmt: str | None, store: str | None, as_json: bool) -> None:
+         max_points: int, max_compiles: int, max_instances: int, fmt: str | None,
+         store: str | None, as_json: bool) -> None:
     """Which tile size? The shipped families, or the tuning space of your own kernel.
 
     `occupancy tile matmul -d gtx1080 -n 4096`: every candidate of kernels/matmul.cu.
@@ -495,10 +500,11 @@ def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[st
                              "give a shipped family, or MANIFEST --kernel NAME")
         raise InputError(f"{target}: give --kernel NAME (a tuning entry of the manifest), or "
                          "matmul / transpose for the shipped families")
+    from occupancy.tune.bounds import WorkLimits
     from occupancy.tune.spaces import load_tuning, points, rank
 
     spec = load_tuning(target, kernel, _sets(sets))
-    pts, removed = points(spec, max_points)
+    pts, removed = points(spec, max_points, WorkLimits(max_compiles, max_instances))
     rep = rank(spec, dev, pts, removed)
     stored = None
     if store:
@@ -522,7 +528,7 @@ def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[st
                 f"{k}={v}" for k, v in stored["params"].items())) +
                 f", {stored.get('median_ms', 0):.3f} ms")
         else:
-            click.echo(f"Not measured on {dev.name} ({inert(store)} has no entry): the model's "
+            click.echo(f"Not measured on {inert(dev.name)} ({inert(store)} has no entry): the model's "
                        "pick above stands")
 
 

@@ -241,3 +241,72 @@ def test_a_cycle_of_user_profiles_is_one_error_and_devices_still_works(tmp_path:
     assert r.returncode == 0 and "a100" in r.stdout and "Traceback" not in r.stderr
     r, _ = run(["calc", "-d", "v100", "-t", "256"], tmp_path, env=env)
     assert r.returncode == 0 and r.stderr == ""
+
+
+# --- 4, 5, 6, 11: tuning manifests: bounded work, function names, expressions ---------------
+
+TUNE_CU = "template <int T> __global__ void k(float* a, int n) { a[threadIdx.x] *= T + n; }\n"
+
+
+def _tune(tmp_path: Path, **keys: str) -> str:
+    base = {"name": "k", "source": "k.cu", "function": "k<T>", "space": "{T: [1, 2]}",
+            "problem": "{N: 64}", "block": "[32]", "grid": "[1]",
+            "args": "[{array: A, dtype: float32, shape: [N], output: true}, N]"}
+    base.update(keys)
+    (tmp_path / "k.cu").write_text(TUNE_CU)
+    body = "  - " + "\n    ".join(f"{k}: {v}" for k, v in base.items() if v is not None)
+    (tmp_path / "t.yaml").write_text(f"devices: [a100]\nkernels:\n{body}\n")
+    return "t.yaml"
+
+
+def _tile_error(tmp_path: Path, expect: str, *extra: str, **keys: str) -> str:
+    r, wall = run(["tile", _tune(tmp_path, **keys), "--kernel", "k", "-d", "a100", *extra],
+                  tmp_path)
+    one_error_line(r)
+    assert expect in r.stderr, r.stderr
+    assert wall < WALL_S
+    return r.stderr
+
+
+def test_distinct_compiles_are_bounded(tmp_path: Path) -> None:
+    vals = ", ".join(str(i) for i in range(1, 101))
+    err = _tile_error(tmp_path, "--max-compiles", space=f"{{T: [1], V: [{vals}]}}",
+                      defines="{X: V}")
+    assert "100 separate compiles" in err and "over 64" in err
+
+
+def test_instances_per_compile_are_bounded(tmp_path: Path) -> None:
+    vals = ", ".join(str(i) for i in range(1, 301))
+    err = _tile_error(tmp_path, "--max-instances", space=f"{{T: [{vals}]}}")
+    assert "300 template instances" in err and "over 256" in err
+
+
+def test_the_work_limits_can_be_raised(tmp_path: Path) -> None:
+    from occupancy.tune.bounds import WorkLimits
+    from occupancy.tune.spaces import load_tuning, points
+
+    vals = ", ".join(str(i) for i in range(1, 301))
+    spec = load_tuning(str(tmp_path / _tune(tmp_path, space=f"{{T: [{vals}]}}")), "k")
+    assert len(points(spec, limits=WorkLimits(instances=300))[0]) == 300
+
+
+@pytest.mark.parametrize(("keys", "expect"), [
+    ({"space": "{T: [1], W: [abc]}", "defines": "{X: W * 3000000000}"}, "used as a number"),
+    ({"space": "{T: [1], W: ['%999999999d']}", "defines": "{X: W % 1}"}, "used as a number"),
+    ({"space": "{T: [1], W: [abc]}", "restrict": "['W < 3']"}, "compares a word"),
+    ({"block": '["1e999"]'}, "infinite"),
+    ({"grid": '["ceil(1e308)"]'}, "infinite or over 2^62"),
+    ({"grid": '["ceil(1e18 * 1e18)"]'}, "over 2^62"),
+    ({"grid": '["floor(N / 0.0)"]'}, "divides by zero"),
+    ({"block": '["max(T)"]'}, "two or more numbers"),
+    ({"block": '["(-8) ** 0.5"]'}, "complex"),
+    ({"block": '["2 ** 0.5"]'}, "not a whole number"),
+    ({"work": '{flops: "1e18 * 1e18"}'}, "over 2^62"),
+], ids=["word*huge", "word%", "word<3", "1e999", "ceil-huge", "ceil-product", "div0", "max1", "complex",
+        "not-whole", "work-huge"])
+def test_expression_values_are_checked(tmp_path: Path, keys: dict[str, str], expect: str) -> None:
+    _tile_error(tmp_path, expect, **keys)
+
+
+def test_reference_transpose_of_a_scalar_is_refused(tmp_path: Path) -> None:
+    _tile_error(tmp_path, "not an array", reference='"N.T"')

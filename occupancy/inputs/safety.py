@@ -20,6 +20,7 @@ from occupancy.core.errors import OccupancyError
 
 INT32_MAX = 2**31 - 1  # CUDA's own sizes (block dims, smem, counts) are 32-bit ints
 
+MAX_DEFINE = 4096  # characters of one define value (a macro, not a data file)
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # What a define value, flag or path may not hold: the characters a shell acts on inside
 # the double quotes nvcc puts around them ($ ` " \\), the ones that end or chain a command
@@ -51,6 +52,9 @@ def define_value(value: object, where: str) -> str:
             raise OccupancyError(f"{where}: {value} is not a finite number")
         return repr(value)
     if isinstance(value, str):
+        if len(value) > MAX_DEFINE:
+            raise OccupancyError(f"{where}: a define value of {len(value):,} characters, over "
+                                 f"{MAX_DEFINE:,}")
         if not _shell_safe(value):
             raise OccupancyError(f"{where}: {inert(value)} holds a character that is not allowed "
                                  "in a define (quotes, $, `, ;, |, &, <, >, !, \\ or a control "

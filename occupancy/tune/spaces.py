@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 from occupancy.core.device import Device
 from occupancy.core.errors import FileError, OccupancyError
 from occupancy.gate.check import ManifestError, _defines_raw, _dirs, _flags, _unknown_key
-from occupancy.inputs.expr import Expr, ExprError, check_names, integer, parse
+from occupancy.inputs.expr import Expr, ExprError, array_operands, check_names, integer, parse
 from occupancy.inputs.files import read_yaml
+from occupancy.tune.bounds import WorkLimits, check_work, point_defines
 from occupancy.tune.model import MODEL_ERROR, Prediction, predict_work
 from occupancy.tune.ptxsim import Traffic
 
@@ -290,6 +291,10 @@ def load_tuning(manifest: str | os.PathLike[str], kernel: str,
                        "the same")
     elif raw_ref is not None and not _as_reference:
         reference = expr("reference", raw_ref, arrays=True, extra=set(arrays))
+        scalars = sorted(array_operands(reference) - arrays)
+        if scalars:
+            raise fail("reference", f"{inert(scalars[0]) or 'a number'} is not an array: .T "
+                       "and @ act on arrays (args given as {array: NAME, ...})")
     tol = e.get("tolerance", 1e-3)
     if isinstance(tol, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
         try:
@@ -353,9 +358,10 @@ def _instance(template: str, env: Mapping[str, Any]) -> str:
     return template[:i] + re.sub(r"[A-Za-z_]\w*", sub, template[i:])
 
 
-def points(spec: TuneSpec, max_points: int = MAX_POINTS) -> tuple[list[Point], int]:
+def points(spec: TuneSpec, max_points: int = MAX_POINTS, limits: WorkLimits | None = None
+           ) -> tuple[list[Point], int]:
     """Every point that passes `restrict`, and how many it removed. Over `max_points`
-    points in the space: an error before any work."""
+    points in the space, or over the limits on compiles: an error before any work."""
     total = math.prod(len(v) for v in spec.space.values())
     if total > max_points:
         raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': the space has "
@@ -388,12 +394,12 @@ def points(spec: TuneSpec, max_points: int = MAX_POINTS) -> tuple[list[Point], i
                 if min(shape) <= 0 or math.prod(shape) * DTYPES[a.dtype] > MAX_ARRAY_BYTES:
                     raise OccupancyError(f"{where}: args[{j}]: array {a.name} of shape {shape} "
                                          f"is empty or over {MAX_ARRAY_BYTES >> 30} GiB")
-        defines = tuple(sorted(
-            (k, str(v(env)) if isinstance(v, Expr) else v) for k, v in spec.defines.items()))
+        defines = point_defines(spec, env, where)
         out.append(Point(params, _instance(spec.function, env), defines, block, grid, dyn))
     if not out:
         raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': restrict leaves no "
                              "point of the space: loosen it")
+    check_work(spec, out, limits)
     return out, removed
 
 
