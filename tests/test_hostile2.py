@@ -310,3 +310,26 @@ def test_expression_values_are_checked(tmp_path: Path, keys: dict[str, str], exp
 
 def test_reference_transpose_of_a_scalar_is_refused(tmp_path: Path) -> None:
     _tile_error(tmp_path, "not an array", reference='"N.T"')
+
+
+@pytest.mark.parametrize("function", [
+    '"k<T>\\n#include \\"/dev/zero\\""', '"k<T>; int x"', '"k<T> // c"', '"k<T>{}"',
+    '"#define k"', '"k<T>\\u2028"', '"k<T)>"'])
+def test_function_is_a_cpp_name_before_it_reaches_a_file(tmp_path: Path, function: str) -> None:
+    _tile_error(tmp_path, "not a C++ name", function=function)
+    (tmp_path / "m.yaml").write_text("devices: [a100]\nkernels:\n  - {name: k, block: 256, "
+                                     f"source: k.cu, function: {function}}}\n")
+    r, _ = run(["check", "m.yaml"], tmp_path)
+    assert r.returncode == 2 and "not a C++ name" in " ".join((r.stdout + r.stderr).split())
+
+
+def test_a_word_of_the_space_cannot_break_out_of_the_template_arguments(tmp_path: Path) -> None:
+    _tile_error(tmp_path, "not a C++ name", space="{T: [1, '2 /* x']}")
+
+
+def test_cpp_names_that_are_fine() -> None:
+    from occupancy.inputs.safety import check_function
+
+    for ok in ("k", "ns::k", "::ns::k<64, float>", "k<(T > 4), unsigned int, 2 * T>",
+               "_Z3fooPf", "k<T, ns::Tag<3>>"):
+        assert check_function(ok, "f") == ok

@@ -31,7 +31,7 @@ from occupancy.build.run import COMPILER_MEMORY, run_tool
 from occupancy.build.resources import CompileError, CompilerUnavailable, KernelResources, parse_ptxas_log
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
-from occupancy.inputs.safety import inert, safe_path
+from occupancy.inputs.safety import check_function, inert, safe_path
 
 _ERROR_LINES = 3
 
@@ -70,6 +70,8 @@ def _instantiating_wrapper(build: Build) -> str:
     """A .cu that includes the source and takes the address of every name expression, which
     makes nvcc instantiate those template kernels (as NVRTC's name expressions do). Kept in
     the cache folder under a name made from its content, so its path is stable."""
+    for e in build.name_expressions:  # the last gate before a file: a C++ name, nothing else
+        check_function(e, f"{inert(build.shown)}: a template instance")
     lines = [f'#include "{build.source}"',
              "static void* const occupancy_instances_[] = {",
              *[f"    (void*)&{e}," for e in build.name_expressions], "};"]

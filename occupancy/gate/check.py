@@ -23,7 +23,14 @@ from occupancy.core.solver import LIMIT_NAMES, OccupancyResult, cliffs, solve
 from occupancy.core.words import limiters, pct
 from occupancy.inputs.files import YamlDoc, read_yaml
 from occupancy.inputs.profiles import load_device
-from occupancy.inputs.safety import INT32_MAX, check_define_name, define_value, excerpt, inert
+from occupancy.inputs.safety import (
+    INT32_MAX,
+    check_define_name,
+    check_function,
+    define_value,
+    excerpt,
+    inert,
+)
 
 
 class ManifestError(FileError):
@@ -323,10 +330,11 @@ class _Entry:
                         *defaults.include_dirs)
         flags = (*defaults.flags, *_flags(entry.get("flags", []), self.line("flags")))
         function = entry.get("function")
-        if function is not None and (not isinstance(function, str) or not function):
-            raise self.fail("function must be the kernel's name in the source (plain, "
-                            "ns::qualified, a template instance like k<32>, or mangled)",
-                            "function")
+        if function is not None:
+            try:
+                check_function(function, "function")
+            except OccupancyError as exc:
+                raise self.fail(str(exc).removeprefix("function: "), "function") from None
         carveout = self.opt_int("carveout")
         if carveout is not None and carveout > 100:
             raise self.fail(f"carveout is a percentage 0-100, got {carveout}", "carveout")

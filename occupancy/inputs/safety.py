@@ -78,6 +78,30 @@ def safe_path(path: str | os.PathLike[str], where: str) -> str:
     return absolute
 
 
+_ID_PATH = re.compile(r"(::\s*)?[A-Za-z_]\w*(\s*::\s*[A-Za-z_]\w*)*")
+# What template arguments may hold: names, numbers, :: and operators; never what ends a
+# declaration or starts a directive, comment, string or block (; # / " ' { } \ newline).
+_TEMPLATE_ARGS = re.compile(r"[\w :<>,()*&+\-.\[\]|!~^%?=]*")
+
+
+def check_function(text: object, where: str) -> str:
+    """A kernel name as C++ spells it (ns::k, k<64, float>, a mangled _Z name): it is
+    written into generated source, so anything else is an error."""
+    if not isinstance(text, str) or not text or len(text) > 500:
+        raise OccupancyError(f"{where}: function must be the kernel's name (plain, "
+                             "ns::qualified, a template instance like k<32>, or mangled)")
+    m = _ID_PATH.match(text)
+    rest = text[m.end():] if m else text
+    ok = m is not None and (not rest or (rest.startswith("<") and rest.rstrip().endswith(">")
+                                         and _TEMPLATE_ARGS.fullmatch(rest) is not None
+                                         and rest.count("(") == rest.count(")")))
+    if not ok:
+        raise OccupancyError(f"{where}: function {inert(text[:80])} is not a C++ name: use "
+                             "letters, digits, _, :: and template arguments <...> (no ;, #, "
+                             "/, quotes, braces or newlines)")
+    return text
+
+
 def check_flag_token(flag: str, where: str) -> str:
     if not flag or not _shell_safe(flag, spaces=False):
         raise OccupancyError(f"{where}: flag {inert(flag)} holds a character that is not allowed "

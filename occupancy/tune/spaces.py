@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from occupancy.tune.records import TuningRecord
 from occupancy.build.resources import KernelResources
 from occupancy.core.solver import OccupancyResult, solve
-from occupancy.inputs.safety import INT32_MAX, define_value, inert
+from occupancy.inputs.safety import INT32_MAX, check_function, define_value, inert
 
 MAX_POINTS = 10_000
 MAX_ARRAY_BYTES = 64 << 30  # one argument of `measure`: more than any GPU here holds
@@ -238,9 +238,10 @@ def load_tuning(manifest: str | os.PathLike[str], kernel: str,
         raise fail("restrict", "must be a list of conditions")
     restrict = tuple(expr(f"restrict[{j}]", r) for j, r in enumerate(restrict_raw))
     function = e.get("function") or kernel
-    if not isinstance(function, str) or len(function) > 500:
-        raise fail("function", "must be the kernel's name, with template arguments named "
-                   "after the space (k<TILE>)")
+    try:
+        check_function(function, "function")
+    except OccupancyError as exc:
+        raise fail("function", str(exc).removeprefix("function: ")) from None
     defines: dict[str, Expr | str] = {}
     try:
         raw = _defines_raw(e.get("defines", {}), line("defines"))
@@ -355,7 +356,7 @@ def _instance(template: str, env: Mapping[str, Any]) -> str:
     i = template.find("<")
     if i < 0:
         return template
-    return template[:i] + re.sub(r"[A-Za-z_]\w*", sub, template[i:])
+    return check_function(template[:i] + re.sub(r"[A-Za-z_]\w*", sub, template[i:]), "function")
 
 
 def points(spec: TuneSpec, max_points: int = MAX_POINTS, limits: WorkLimits | None = None
