@@ -508,7 +508,7 @@ def tile(target: str, device: str, kernel: str | None, size: int, sets: tuple[st
     rep = rank(spec, dev, pts, removed)
     stored = None
     if store:
-        from occupancy.tune.spaces import lookup
+        from occupancy.tune.store import lookup
 
         stored = lookup(store, spec, dev)
     if fmt != "text":
@@ -653,7 +653,7 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
     if output:
         write_output(output, json.dumps(record, indent=2) + "\n", inputs)
     if tuned is not None and store and tuned["fastest"]:
-        from occupancy.tune.spaces import read_store, store_entry
+        from occupancy.tune.store import read_store, store_entry
 
         book = read_store(store)
         book["entries"].update(store_entry(tuned))

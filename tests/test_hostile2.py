@@ -333,3 +333,25 @@ def test_cpp_names_that_are_fine() -> None:
     for ok in ("k", "ns::k", "::ns::k<64, float>", "k<(T > 4), unsigned int, 2 * T>",
                "_Z3fooPf", "k<T, ns::Tag<3>>"):
         assert check_function(ok, "f") == ok
+
+
+# --- 9. stores are inputs -------------------------------------------------------------------
+
+_KEY = "k|N=64|NVIDIA A100 SXM4 40GB|8.0"
+
+
+@pytest.mark.parametrize("entry", [
+    '{"params": {"T": 1}, "median_ms": "x"}', '{"params": {"T": 1}, "median_ms": null}',
+    '{"params": {"T": 1}, "median_ms": [1]}', '{"params": {"T": 1}, "median_ms": NaN}',
+    '{"params": {"T": 1}, "median_ms": Infinity}', '{"params": {"T": NaN}, "median_ms": 1}',
+    '{"params": {"T": [1]}, "median_ms": 1}', '{"params": 3, "median_ms": 1}', '[]',
+    '{"params": {"T": 1}, "median_ms": 1, "p90_ms": -Infinity}',
+], ids=["str", "null", "list", "nan", "inf", "param-nan", "param-list", "params-int", "list",
+        "p90-inf"])
+def test_a_store_is_validated_like_any_input(tmp_path: Path, entry: str) -> None:
+    (tmp_path / "s.json").write_text(f'{{"entries": {{"{_KEY}": {entry}}}}}')
+    for extra in ([], ["--json"]):
+        r, _ = run(["tile", _tune(tmp_path), "--kernel", "k", "-d", "a100", "--store", "s.json",
+                    *extra], tmp_path, timeout=60)
+        one_error_line(r)
+        assert "--store" in r.stderr and "NaN" not in r.stdout and "Infinity" not in r.stdout

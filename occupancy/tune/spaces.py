@@ -26,22 +26,19 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from occupancy.build.resources import KernelResources
 from occupancy.core.device import Device
-from occupancy.core.errors import FileError, OccupancyError
+from occupancy.core.errors import OccupancyError
+from occupancy.core.solver import OccupancyResult, solve
 from occupancy.gate.check import ManifestError, _defines_raw, _dirs, _flags, _unknown_key
 from occupancy.inputs.expr import Expr, ExprError, array_operands, check_names, integer, parse
 from occupancy.inputs.files import read_yaml
+from occupancy.inputs.safety import INT32_MAX, check_function, define_value, inert
 from occupancy.tune.bounds import WorkLimits, check_work, point_defines
 from occupancy.tune.model import MODEL_ERROR, Prediction, predict_work
 from occupancy.tune.ptxsim import Traffic
-
-if TYPE_CHECKING:
-    from occupancy.tune.records import TuningRecord
-from occupancy.build.resources import KernelResources
-from occupancy.core.solver import OccupancyResult, solve
-from occupancy.inputs.safety import INT32_MAX, check_function, define_value, inert
 
 MAX_POINTS = 10_000
 MAX_ARRAY_BYTES = 64 << 30  # one argument of `measure`: more than any GPU here holds
@@ -538,53 +535,3 @@ def kernel_tuner_restrictions(report: TuneReport) -> list[str]:
     out += ["not (" + " and ".join(f"{k} == {v!r}" for k, v in r.point.params.items()) + ")"
             for r in report.ranked if r.pruned]
     return out
-
-
-# --- the store of measured picks -------------------------------------------------------------
-
-
-def store_key(kernel: str, problem: Mapping[str, int], gpu: str, cc: str) -> str:
-    return f"{kernel}|{','.join(f'{k}={v}' for k, v in sorted(problem.items()))}|{gpu}|{cc}"
-
-
-def store_entry(rec: TuningRecord) -> dict[str, Any]:
-    """The record's fastest params, under its store key, with where they were measured."""
-    assert rec["fastest"] is not None
-    key = store_key(rec["kernel"], rec["problem"], rec["device"], rec["compute_capability"])
-    return {key: {**rec["fastest"], "kernel": rec["kernel"], "problem": rec["problem"],
-                  "device": rec["device"], "compute_capability": rec["compute_capability"],
-                  "driver_version": rec["driver_version"],
-                  "runtime_version": rec["runtime_version"], "date": rec["date"]}}
-
-
-def read_store(path: str) -> dict[str, Any]:
-    """A `measure --store` file: {"entries": {key: {...}}}; a missing file is empty."""
-    import json
-
-    from occupancy.inputs.files import LOG_CAP, read_text
-
-    if not os.path.exists(path):
-        return {"entries": {}}
-
-    class _StoreError(FileError):
-        prefix = "--store "
-
-    text = read_text(path, _StoreError, LOG_CAP, "a store written by occupancy measure --store",
-                     "store")
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise OccupancyError(f"--store {inert(path)}: not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("entries"), dict) or not all(
-            isinstance(v, dict) and isinstance(v.get("params"), dict)
-            for v in data["entries"].values()):
-        raise OccupancyError(f"--store {inert(path)}: not a store (entries -> params); write it "
-                             "with occupancy measure --store")
-    return data
-
-
-def lookup(path: str, spec: TuneSpec, dev: Device) -> dict[str, Any] | None:
-    """The measured best params for this kernel, problem and GPU, if the store has them."""
-    entries = read_store(path)["entries"]
-    hit = entries.get(store_key(spec.name, spec.problem, dev.name, dev.compute_capability))
-    return hit if isinstance(hit, dict) else None
