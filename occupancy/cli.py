@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import sys
@@ -155,6 +156,22 @@ def _quiet_broken_pipe() -> None:
     sys.exit(EXIT_PROBLEM)
 
 
+_STREAM_ERRNOS = {errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+
+
+def _stream_failed(why: str) -> None:
+    """stdout cannot take the output (a full disk, `> /dev/full`, closed): one line, exit 2,
+    and nothing more is tried on it (no second error as Python exits)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+    except OSError:
+        pass
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the failed stream to the end
+    click.echo(f"Error: cannot write the output: {why}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
 class OneLineErrors(click.Group):
     """Usage errors too are one line: `Error: ... (see 'occupancy calc --help')`, exit 2.
     Ctrl-C exits 130 with one line; a closed stdout pipe exits without a traceback."""
@@ -164,6 +181,8 @@ class OneLineErrors(click.Group):
         from occupancy.inputs.safety import one_line
 
         install_signal_handlers()
+        if sys.stdout is None:  # started with stdout closed (`occupancy ... >&-`)
+            _stream_failed("standard output is closed")
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
         try:
@@ -186,6 +205,10 @@ class OneLineErrors(click.Group):
             sys.exit(exc.exit_code)
         except BrokenPipeError:
             _quiet_broken_pipe()
+        except OSError as exc:
+            if exc.errno not in _STREAM_ERRNOS:
+                raise
+            _stream_failed(exc.strerror or str(exc))
         except ValueError as exc:
             # The OS refuses a path with a NUL byte wherever it is opened or stat'ed.
             if "null byte" not in str(exc):
@@ -196,6 +219,8 @@ class OneLineErrors(click.Group):
             sys.stdout.flush()
         except BrokenPipeError:
             _quiet_broken_pipe()
+        except OSError as exc:
+            _stream_failed(exc.strerror or str(exc))
         sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 

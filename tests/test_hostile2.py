@@ -355,3 +355,29 @@ def test_a_store_is_validated_like_any_input(tmp_path: Path, entry: str) -> None
                     *extra], tmp_path, timeout=60)
         one_error_line(r)
         assert "--store" in r.stderr and "NaN" not in r.stdout and "Infinity" not in r.stdout
+
+
+# --- 10. output streams that cannot take the output ------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["/dev/full", "closed"])
+@pytest.mark.parametrize("args", [["calc", "-d", "a100", "-t", "256"],
+                                  ["calc", "-d", "a100", "-t", "256", "--json"], ["devices"],
+                                  ["check", "m.yaml", "--format", "junit"], ["check", "m.yaml"]],
+                         ids=["calc", "calc-json", "devices", "check-junit", "check-text"])
+def test_a_full_or_closed_stdout_is_one_error(tmp_path: Path, how: str, args: list[str]) -> None:
+    (tmp_path / "m.yaml").write_text("devices: [a100]\nkernels:\n"
+                                     "  - {name: k, block: 256, registers: 32}\n")
+    cmd = [sys.executable, "-m", "occupancy", *args]
+    env = {**os.environ, **ENV}
+    if how == "/dev/full":
+        with open("/dev/full", "w") as full:
+            r = subprocess.run(cmd, cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True,
+                               timeout=WALL_S, env=env)
+    else:
+        r = subprocess.run(["sh", "-c", '"$@" >&-', "sh", *cmd], cwd=tmp_path,
+                           stderr=subprocess.PIPE, text=True, timeout=WALL_S, env=env)
+    assert r.returncode == 2, (r.returncode, r.stderr[-600:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: cannot write"), r.stderr[-600:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.yaml"]
