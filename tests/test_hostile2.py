@@ -381,3 +381,32 @@ def test_a_full_or_closed_stdout_is_one_error(tmp_path: Path, how: str, args: li
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: cannot write"), r.stderr[-600:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.yaml"]
+
+
+# --- 11. smaller ones ------------------------------------------------------------------------
+
+
+def test_a_ptx_jit_error_names_the_file_once(tmp_path: Path) -> None:
+    _nvcc()
+    (tmp_path / "bad.ptx").write_text(".version 8.0\n.target sm_80\n.address_size 64\n"
+                                      ".visible .entry k()\n{\n  bogus_instruction;\n  ret;\n}\n")
+    r, _ = run(["resources", "bad.ptx", "--arch", "sm_80"], tmp_path, timeout=60)
+    one_error_line(r)
+    assert r.stderr.count("bad.ptx") <= 2 and "bbad" not in r.stderr, r.stderr
+    assert "bogus_instruction" in r.stderr or "ptxas" in r.stderr, r.stderr
+
+
+def test_nvcc_keeps_a_comma_in_a_define_value(tmp_path: Path) -> None:
+    _nvcc()
+    from occupancy.build.builds import compile_resources
+
+    (tmp_path / "k.cu").write_text(
+        "template <int A, int B> struct P { enum { v = A + B }; };\n"
+        "__global__ void k(int* a) { a[0] = P<X>::v; }\n")
+    os.environ["OCCUPANCY_CACHE_DIR"], old = str(tmp_path / "c"), os.environ.get(
+        "OCCUPANCY_CACHE_DIR", "")
+    try:
+        found = compile_resources(tmp_path / "k.cu", "sm_80", defines={"X": "1,2"})
+    finally:
+        os.environ["OCCUPANCY_CACHE_DIR"] = old
+    assert any("k" in name for name in found)

@@ -100,8 +100,8 @@ def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
                "-Xptxas", "-v", *_ptxas_x(build),
                *[f for f in build.flags if not f.startswith("-Xptxas=")],
                *[f"-I{d}" for d in build.include_dirs],
-               *[f"-D{k}={v}" for k, v in build.defines], "-MD", "-MF", deps, source,
-               "-o", cubin]
+               *[f"-D{k}={_nvcc_list_item(v)}" for k, v in build.defines],
+               "-MD", "-MF", deps, source, "-o", cubin]
         r = _run(cmd, build, c.label, cwd=tmp,
                  also={source: "the instantiation of " + ", ".join(build.name_expressions)}
                  if source != build.source else None)
@@ -112,6 +112,12 @@ def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
              if p and p != "\\"]
     return _combine(r.stderr + r.stdout, data, build, f"{c.label} {build.arch}", None), \
         [os.path.abspath(f) for f in files], data, ptx
+
+
+def _nvcc_list_item(value: str) -> str:
+    """nvcc reads -D as a comma-separated list: `\\,` keeps a comma in the value, so nvcc
+    defines the same macro NVRTC does (define values never hold a backslash)."""
+    return value.replace(",", "\\,")
 
 
 def _ptxas_x(build: Build) -> list[str]:
