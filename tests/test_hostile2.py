@@ -410,3 +410,26 @@ def test_nvcc_keeps_a_comma_in_a_define_value(tmp_path: Path) -> None:
     finally:
         os.environ["OCCUPANCY_CACHE_DIR"] = old
     assert any("k" in name for name in found)
+
+
+def _many_entries(n: int) -> str:
+    return ".version 8.0\n.target sm_80\n.address_size 64\n" + "".join(
+        f".visible .entry k{i}(.param .u64 p)\n{{\n  ret;\n}}\n" for i in range(n))
+
+
+def test_ptx_entries_are_bounded_before_ptxas_runs(tmp_path: Path) -> None:
+    (tmp_path / "many.ptx").write_text(_many_entries(20_000))
+    r, wall = run(["resources", "many.ptx", "--arch", "sm_80"], tmp_path)
+    one_error_line(r)
+    assert "20,000 .entry kernels, over 1,000" in r.stderr and "OCCUPANCY_MAX_PTX_ENTRIES" in r.stderr
+    assert wall < WALL_S
+
+
+def test_the_ptx_entry_limit_can_be_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    from occupancy.build.binaries import check_ptx_size
+    from occupancy.core.errors import OccupancyError
+
+    with pytest.raises(OccupancyError):
+        check_ptx_size(_many_entries(1_001))
+    monkeypatch.setenv("OCCUPANCY_MAX_PTX_ENTRIES", "2000")
+    check_ptx_size(_many_entries(1_001))

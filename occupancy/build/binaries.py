@@ -187,6 +187,26 @@ class PtxEntry:
     min_blocks: int | None  # .minnctapersm
 
 
+MAX_PTX_BYTES = 16 << 20
+MAX_PTX_ENTRIES = 1_000  # ptxas takes ~3 s for 1,000 entries here, minutes for 20,000
+PTX_ENTRIES_ENV = "OCCUPANCY_MAX_PTX_ENTRIES"
+
+
+def check_ptx_size(ptx: str) -> None:
+    """Refuse PTX that would keep ptxas busy for minutes (before it runs); the entry limit
+    is raised with $OCCUPANCY_MAX_PTX_ENTRIES."""
+    import os
+
+    raw = os.environ.get(PTX_ENTRIES_ENV, "")
+    limit = int(raw) if raw.isdigit() and len(raw) < 10 else MAX_PTX_ENTRIES
+    if len(ptx) > MAX_PTX_BYTES:
+        raise OccupancyError(f"its PTX is {len(ptx):,} characters, over {MAX_PTX_BYTES >> 20} MiB")
+    entries = len(_PTX_ENTRY.findall(ptx))
+    if entries > limit:
+        raise OccupancyError(f"its PTX has {entries:,} .entry kernels, over {limit:,} (set "
+                             f"{PTX_ENTRIES_ENV} to raise the limit)")
+
+
 def ptx_target(ptx: str) -> str | None:
     m = _PTX_TARGET.search(ptx)
     return m.group(1) if m else None

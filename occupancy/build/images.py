@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from occupancy.build.binaries import check_fatbin_sizes, kind_of, parse_cubin, ptx_target, static_shared_from_cubin
+from occupancy.build.binaries import check_fatbin_sizes, check_ptx_size, kind_of, parse_cubin, ptx_target, static_shared_from_cubin
 from occupancy.build.builds import _combine, _run
 from occupancy.build.compilers import COMPILER_HINT, Build, compiler_for, cuda_tool
 from occupancy.build.run import run_tool
@@ -123,6 +123,10 @@ def resources_for_device(img: BinaryImage, dev: Device, shown: str
 
 def jit_ptx(ptx: str, src_arch: str, arch: str, shown: str) -> dict[str, KernelResources]:
     """Compile a binary's PTX with ptxas for the device, as the driver's JIT would."""
+    try:
+        check_ptx_size(ptx)
+    except OccupancyError as exc:
+        raise OccupancyError(f"{inert(shown)}: {exc}") from None
     cc = _num(arch)
     c = compiler_for(arch)
     if c is None:
