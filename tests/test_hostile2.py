@@ -433,3 +433,15 @@ def test_the_ptx_entry_limit_can_be_raised(monkeypatch: pytest.MonkeyPatch) -> N
         check_ptx_size(_many_entries(1_001))
     monkeypatch.setenv("OCCUPANCY_MAX_PTX_ENTRIES", "2000")
     check_ptx_size(_many_entries(1_001))
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
+def test_an_include_of_a_device_is_refused_before_compiling(tmp_path: Path, target: str) -> None:
+    _nvcc()
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "k.cu").write_text(f'#include "{target}"\n__global__ void k() {{}}\n')
+    (tmp_path / "m.yaml").write_text("devices: [a100]\nkernels:\n"
+                                     "  - {name: k, block: 256, source: k.cu}\n")
+    r, wall = run(["check", "m.yaml"], tmp_path, env={"OCCUPANCY_CACHE_DIR": str(tmp_path / "c")})
+    assert r.returncode == 2 and "a device, FIFO or socket" in " ".join(r.stdout.split())
+    assert wall < WALL_S

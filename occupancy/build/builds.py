@@ -7,6 +7,7 @@ import ctypes
 import hashlib
 import os
 import re
+import stat
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -230,6 +231,18 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
 _DEP_CAP = 2000
 
 
+def _not_a_device(path: str, inc: str, cur: str) -> None:
+    """An #include of /dev/zero, a FIFO or a socket would feed the compiler without end
+    (NVRTC runs in this process): refused before any compiler runs."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise CompileError(f"{inert(cur)}: #include {inert(inc)[:80]} is a device, FIFO "
+                           "or socket, not a source file")
+
+
 def scan_includes(source: str, dirs: Sequence[str]) -> list[str]:
     """The user's files a source includes, transitively (for the cache key where the
     compiler gives no dependency output); over-approximates, never under."""
@@ -244,6 +257,7 @@ def scan_includes(source: str, dirs: Sequence[str]) -> list[str]:
         for inc in _INCLUDE.findall(text):
             for d in (os.path.dirname(cur), *dirs):
                 p = os.path.abspath(os.path.join(d, inc))
+                _not_a_device(p, inc, cur)
                 if os.path.isfile(p):
                     if p not in seen:
                         seen.append(p)
@@ -304,6 +318,7 @@ def _compile(build: Build, want: str | None = None
             pass  # compile again for the binary
     if not os.path.isfile(build.source):
         raise OccupancyError(f"{inert(build.shown)}: no such file")
+    scan_includes(build.source, [os.path.dirname(build.source), *build.include_dirs])
     found, deps, cubin, ptx = (_nvcc_build if c.kind == "nvcc" else _nvrtc_build)(build, c)
     names = demangle(list(found))
     found = {k: replace(v, demangled=names.get(k, k)) for k, v in found.items()}
