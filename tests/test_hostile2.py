@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_hostile import ENV, ROOT, SRC, WALL_S, one_error_line, run
+from tests.test_hostile import ENV, ROOT, WALL_S, one_error_line, run
 
 # A kernel that keeps nvcc's children (cicc, ptxas) busy for minutes: 50,000 dependent FMAs.
 SLOW_CU = """#define A x = x * a[(x > 1.0f) ? 3 : 5] + 1.0f;

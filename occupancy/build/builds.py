@@ -28,8 +28,8 @@ from occupancy.build.compilers import (
     nvdisasm_path,
     nvrtc_include_dirs,
 )
-from occupancy.build.run import COMPILER_MEMORY, run_tool
 from occupancy.build.resources import CompileError, CompilerUnavailable, KernelResources, parse_ptxas_log
+from occupancy.build.run import COMPILER_MEMORY, run_tool
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.inputs.safety import check_function, inert, safe_path

@@ -10,11 +10,18 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from occupancy.build.binaries import check_fatbin_sizes, check_ptx_size, kind_of, parse_cubin, ptx_target, static_shared_from_cubin
+from occupancy.build.binaries import (
+    check_fatbin_sizes,
+    check_ptx_size,
+    kind_of,
+    parse_cubin,
+    ptx_target,
+    static_shared_from_cubin,
+)
 from occupancy.build.builds import _combine, _run
 from occupancy.build.compilers import COMPILER_HINT, Build, compiler_for, cuda_tool
-from occupancy.build.run import run_tool
 from occupancy.build.resources import CompilerUnavailable, KernelResources
+from occupancy.build.run import run_tool
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.inputs.safety import inert

@@ -181,7 +181,7 @@ def excerpt(text: object) -> str:
     """A short, quoted piece of text from a file that may not be ours to show: its first
     characters up to the first that is not a letter, digit, _, ., - or space."""
     t = str(text)
-    head = re.match(r"[A-Za-z0-9_.\- ]{0,%d}" % EXCERPT, t)
+    head = re.match(rf"[A-Za-z0-9_.\- ]{{0,{EXCERPT}}}", t)
     part = head.group(0) if head else ""
     return f"'{part}" + ("...'" if len(part) < len(t) else "'")
 
