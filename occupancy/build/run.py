@@ -5,11 +5,14 @@ every tool runs with limits set in the child before it starts (address space, CP
 file size, no core files), in its own process group (a compiler's own children, cicc and
 ptxas, are ended with it), and with its output in files whose size the limit bounds.
 SIGINT and SIGTERM end every running group before this process unwinds (its temporary
-folders are removed on the way out) and exits 130 or 143.
+folders are removed on the way out) and exits 130 or 143; compile threads start no new
+tool after that. The limits are set by preexec_fn: it only calls setrlimit and
+pthread_sigmask (no locks, no imports), which is safe beside the compile threads.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import signal
@@ -24,6 +27,7 @@ TOOL_MEMORY = 2 * GIB  # cuobjdump, nvdisasm, c++filt
 OUTPUT_LIMIT = 256 << 20  # bytes any one file a tool writes may hold (its stdout included)
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _live: set[int] = set()  # process groups (= leader pids) of tools running now
+_stopping = False  # a signal arrived: compile threads start no new tool
 
 
 class Terminated(BaseException):
@@ -76,6 +80,8 @@ def run_tool(cmd: Sequence[str], *, timeout: float, memory: int = TOOL_MEMORY,
             inp.seek(0)
         old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)  # no gap before _live knows it
         try:
+            if _stopping:  # a compile thread after SIGINT/SIGTERM: start nothing new
+                raise OSError(errno.ECANCELED, "interrupted")
             proc = subprocess.Popen(list(cmd), stdin=inp if stdin is not None else subprocess.DEVNULL,
                                     stdout=out, stderr=err, cwd=cwd, start_new_session=True,
                                     preexec_fn=_limits(memory, int(timeout) + 1))
@@ -92,6 +98,8 @@ def run_tool(cmd: Sequence[str], *, timeout: float, memory: int = TOOL_MEMORY,
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    global _stopping
+    _stopping = True
     end_all()
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
