@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import sys
@@ -47,7 +48,10 @@ def translate_errors(f: F) -> F:
 def _console() -> Any:
     from rich.console import Console
 
-    return Console(highlight=False, markup=False, emoji=False)
+    from occupancy.inputs.safety import InertLines
+
+    return Console(file=InertLines(sys.stdout), highlight=False, markup=False,  # type: ignore[arg-type]
+                   emoji=False)
 
 
 def _emit_json(data: Any) -> None:
@@ -152,13 +156,33 @@ def _quiet_broken_pipe() -> None:
     sys.exit(EXIT_PROBLEM)
 
 
+_STREAM_ERRNOS = {errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+
+
+def _stream_failed(why: str) -> None:
+    """stdout cannot take the output (a full disk, `> /dev/full`, closed): one line, exit 2,
+    and nothing more is tried on it (no second error as Python exits)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+    except OSError:
+        pass
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the failed stream to the end
+    click.echo(f"Error: cannot write the output: {why}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
 class OneLineErrors(click.Group):
     """Usage errors too are one line: `Error: ... (see 'occupancy calc --help')`, exit 2.
     Ctrl-C exits 130 with one line; a closed stdout pipe exits without a traceback."""
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        from occupancy.build.run import Terminated, install_signal_handlers
         from occupancy.inputs.safety import one_line
 
+        install_signal_handlers()
+        if sys.stdout is None:  # started with stdout closed (`occupancy ... >&-`)
+            _stream_failed("standard output is closed")
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
         try:
@@ -176,8 +200,15 @@ class OneLineErrors(click.Group):
         except (click.Abort, KeyboardInterrupt):
             click.echo("Interrupted.", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except Terminated as exc:  # the tools' groups are ended, the temp folders gone
+            click.echo("Terminated.", err=True)
+            sys.exit(exc.exit_code)
         except BrokenPipeError:
             _quiet_broken_pipe()
+        except OSError as exc:
+            if exc.errno not in _STREAM_ERRNOS:
+                raise
+            _stream_failed(exc.strerror or str(exc))
         except ValueError as exc:
             # The OS refuses a path with a NUL byte wherever it is opened or stat'ed.
             if "null byte" not in str(exc):
@@ -188,6 +219,8 @@ class OneLineErrors(click.Group):
             sys.stdout.flush()
         except BrokenPipeError:
             _quiet_broken_pipe()
+        except OSError as exc:
+            _stream_failed(exc.strerror or str(exc))
         sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
@@ -346,8 +379,11 @@ def check(manifest: str, fmt: str, as_json: bool, output: str | None) -> None:
 
             from rich.console import Console
 
+            from occupancy.inputs.safety import InertLines
+
             buf = StringIO()
-            Console(file=buf, width=100, markup=False, emoji=False).print(
+            Console(file=InertLines(buf), width=100, markup=False,  # type: ignore[arg-type]
+                    emoji=False).print(
                 check_table(manifest, verdicts))
             write_output(output, buf.getvalue(), _check_inputs(m))
         else:
@@ -448,6 +484,11 @@ def _sets(values: tuple[str, ...]) -> dict[str, int]:
               help="Override a problem size of the manifest, e.g. --set M=2048 (repeat).")
 @click.option("--max-points", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True,
               help="Refuse spaces larger than this before compiling anything.")
+@click.option("--max-compiles", type=click.IntRange(1, 100_000), default=64, show_default=True,
+              help="Refuse spaces that need more compiler runs (one per set of defines and "
+                   "24 template instances).")
+@click.option("--max-instances", type=click.IntRange(1, 1_000_000), default=256,
+              show_default=True, help="Refuse more template instances in one compile.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "kernel_tuner"]),
               default=None, help="kernel_tuner: the pruned space as restrictions, as JSON.")
 @click.option("--store", default=None, metavar="FILE.json",
@@ -455,8 +496,8 @@ def _sets(values: tuple[str, ...]) -> dict[str, int]:
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
 @translate_errors
 def tile(target: str, device: tuple[str, ...], kernel: str | None, size: int,
-         sets: tuple[str, ...], max_points: int, fmt: str | None, store: str | None,
-         as_json: bool) -> None:
+         sets: tuple[str, ...], max_points: int, max_compiles: int, max_instances: int,
+         fmt: str | None, store: str | None, as_json: bool) -> None:
     """Which tile size? The shipped families, or the tuning space of your own kernel.
 
     `occupancy tile matmul -d gtx1080 -n 4096`: every candidate of kernels/matmul.cu.
@@ -482,14 +523,15 @@ def tile(target: str, device: tuple[str, ...], kernel: str | None, size: int,
         spec = load_tuning(target, kernel, _sets(sets))
     dicts = []
     for dev in devs:
-        out = _tile_one(target, dev, spec, size, max_points, fmt, store)
+        out = _tile_one(target, dev, spec, size, (max_points, max_compiles, max_instances),
+                        fmt, store)
         if out is not None:
             dicts.append(out)
     if dicts:
         _emit_json(dicts[0] if len(dicts) == 1 else dicts)
 
 
-def _tile_one(target: str, dev: Any, spec: Any, size: int, max_points: int, fmt: str,
+def _tile_one(target: str, dev: Any, spec: Any, size: int, caps: tuple[int, int, int], fmt: str,
               store: str | None) -> dict[str, Any] | None:
     """One device's `tile`: its JSON (returned, printed by the caller), or its table."""
     if spec is None:
@@ -504,13 +546,14 @@ def _tile_one(target: str, dev: Any, spec: Any, size: int, max_points: int, fmt:
 
         _console().print(tile_view(report))
         return None
+    from occupancy.tune.bounds import WorkLimits
     from occupancy.tune.spaces import points, rank
 
-    pts, removed = points(spec, max_points)
+    pts, removed = points(spec, caps[0], WorkLimits(caps[1], caps[2]))
     rep = rank(spec, dev, pts, removed)
     stored = None
     if store:
-        from occupancy.tune.spaces import lookup
+        from occupancy.tune.store import lookup
 
         stored = lookup(store, spec, dev)
     if fmt != "text":
@@ -529,7 +572,7 @@ def _tile_one(target: str, dev: Any, spec: Any, size: int, max_points: int, fmt:
                 f"{k}={v}" for k, v in stored["params"].items())) +
                 f", {stored.get('median_ms', 0):.3f} ms")
         else:
-            click.echo(f"Not measured on {dev.name} ({inert(store)} has no entry): the model's "
+            click.echo(f"Not measured on {inert(dev.name)} ({inert(store)} has no entry): the model's "
                        "pick above stands")
     return None
 
@@ -665,7 +708,7 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
     if output:
         write_output(output, json.dumps(record, indent=2) + "\n", inputs)
     if tuned is not None and store and tuned["fastest"]:
-        from occupancy.tune.spaces import read_store, store_entry
+        from occupancy.tune.store import read_store, store_entry
 
         book = read_store(store)
         book["entries"].update(store_entry(tuned))

@@ -21,24 +21,21 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from occupancy.build.resources import KernelResources
 from occupancy.core.device import Device
-from occupancy.core.errors import FileError, OccupancyError
-from occupancy.inputs.expr import Expr, ExprError, integer
+from occupancy.core.errors import OccupancyError
+from occupancy.core.solver import OccupancyResult, solve
+from occupancy.inputs.expr import ExprError, integer
 from occupancy.inputs.manifest.tuning import DTYPES, MAX_ARRAY_BYTES, MAX_POINTS, ArrayArg, TuneSpec
+from occupancy.inputs.safety import INT32_MAX, check_function, inert
+from occupancy.tune.bounds import INSTANCES_PER_BUILD, WorkLimits, check_work, point_defines
 from occupancy.tune.model import MODEL_ERROR, Prediction, predict_work
 from occupancy.tune.ptxsim import Traffic
-
-if TYPE_CHECKING:
-    from occupancy.tune.records import TuningRecord
-from occupancy.build.resources import KernelResources
-from occupancy.core.solver import OccupancyResult, solve
-from occupancy.inputs.safety import INT32_MAX, inert
 
 
 @dataclass(frozen=True)
@@ -108,12 +105,13 @@ def _instance(template: str, env: Mapping[str, Any]) -> str:
     i = template.find("<")
     if i < 0:
         return template
-    return template[:i] + re.sub(r"[A-Za-z_]\w*", sub, template[i:])
+    return check_function(template[:i] + re.sub(r"[A-Za-z_]\w*", sub, template[i:]), "function")
 
 
-def points(spec: TuneSpec, max_points: int = MAX_POINTS) -> tuple[list[Point], int]:
+def points(spec: TuneSpec, max_points: int = MAX_POINTS, limits: WorkLimits | None = None
+           ) -> tuple[list[Point], int]:
     """Every point that passes `restrict`, and how many it removed. Over `max_points`
-    points in the space: an error before any work."""
+    points in the space, or over the limits on compiles: an error before any work."""
     total = math.prod(len(v) for v in spec.space.values())
     if total > max_points:
         raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': the space has "
@@ -146,12 +144,12 @@ def points(spec: TuneSpec, max_points: int = MAX_POINTS) -> tuple[list[Point], i
                 if min(shape) <= 0 or math.prod(shape) * DTYPES[a.dtype] > MAX_ARRAY_BYTES:
                     raise OccupancyError(f"{where}: args[{j}]: array {a.name} of shape {shape} "
                                          f"is empty or over {MAX_ARRAY_BYTES >> 30} GiB")
-        defines = tuple(sorted(
-            (k, str(v(env)) if isinstance(v, Expr) else v) for k, v in spec.defines.items()))
+        defines = point_defines(spec, env, where)
         out.append(Point(params, _instance(spec.function, env), defines, block, grid, dyn))
     if not out:
         raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': restrict leaves no "
                              "point of the space: loosen it")
+    check_work(spec, out, limits)
     return out, removed
 
 
@@ -207,9 +205,6 @@ def check_args(spec: TuneSpec, params: list[str], demangled: str) -> None:
         if isinstance(a, ArrayArg) != pointer:
             raise OccupancyError(f"{where}: [{j}] is {'an array' if isinstance(a, ArrayArg) else 'a value'}"
                                  f" but the kernel's parameter {j} is {inert(t)}")
-
-
-INSTANCES_PER_BUILD = 24  # template instances one compile holds
 
 
 def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int = 0
@@ -341,53 +336,3 @@ def kernel_tuner_restrictions(report: TuneReport) -> list[str]:
     out += ["not (" + " and ".join(f"{k} == {v!r}" for k, v in r.point.params.items()) + ")"
             for r in report.ranked if r.pruned]
     return out
-
-
-# --- the store of measured picks -------------------------------------------------------------
-
-
-def store_key(kernel: str, problem: Mapping[str, int], gpu: str, cc: str) -> str:
-    return f"{kernel}|{','.join(f'{k}={v}' for k, v in sorted(problem.items()))}|{gpu}|{cc}"
-
-
-def store_entry(rec: TuningRecord) -> dict[str, Any]:
-    """The record's fastest params, under its store key, with where they were measured."""
-    assert rec["fastest"] is not None
-    key = store_key(rec["kernel"], rec["problem"], rec["device"], rec["compute_capability"])
-    return {key: {**rec["fastest"], "kernel": rec["kernel"], "problem": rec["problem"],
-                  "device": rec["device"], "compute_capability": rec["compute_capability"],
-                  "driver_version": rec["driver_version"],
-                  "runtime_version": rec["runtime_version"], "date": rec["date"]}}
-
-
-def read_store(path: str) -> dict[str, Any]:
-    """A `measure --store` file: {"entries": {key: {...}}}; a missing file is empty."""
-    import json
-
-    from occupancy.inputs.files import LOG_CAP, read_text
-
-    if not os.path.exists(path):
-        return {"entries": {}}
-
-    class _StoreError(FileError):
-        prefix = "--store "
-
-    text = read_text(path, _StoreError, LOG_CAP, "a store written by occupancy measure --store",
-                     "store")
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise OccupancyError(f"--store {inert(path)}: not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("entries"), dict) or not all(
-            isinstance(v, dict) and isinstance(v.get("params"), dict)
-            for v in data["entries"].values()):
-        raise OccupancyError(f"--store {inert(path)}: not a store (entries -> params); write it "
-                             "with occupancy measure --store")
-    return data
-
-
-def lookup(path: str, spec: TuneSpec, dev: Device) -> dict[str, Any] | None:
-    """The measured best params for this kernel, problem and GPU, if the store has them."""
-    entries = read_store(path)["entries"]
-    hit = entries.get(store_key(spec.name, spec.problem, dev.name, dev.compute_capability))
-    return hit if isinstance(hit, dict) else None
