@@ -31,6 +31,7 @@ EIATTR_CTA_PER_CLUSTER = 0x3D  # __cluster_dims__(x, y, z), sm_90+
 EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
 
 _SHT_SYMTAB, _SHT_NOBITS = 2, 8
+_ET_REL = 1
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class CubinKernel:
 class Cubin:
     arch: str  # "sm_80"
     kernels: dict[str, CubinKernel]
+    # ELF e_type ET_REL: compiled with -rdc=true / -dc and not yet device-linked. Static
+    # shared memory (and, across calls, registers and stack) are only final after nvlink.
+    relocatable: bool = False
 
 
 def _u(fmt: str, data: bytes, off: int) -> tuple[int, ...]:
@@ -165,13 +169,23 @@ def parse_cubin(data: bytes) -> Cubin:
             continue  # a device function's info, not a kernel's
         kernels[fn] = CubinKernel(fn, regs[fn], frames.get(fn, 0), shared.get(fn, 0), barriers,
                                   max_threads, cluster)
-    return Cubin(arch, kernels)
+    return Cubin(arch, kernels, is_relocatable(data))
 
 
-def static_shared_from_cubin(k: CubinKernel, arch: str, reserved: int) -> int:
-    """Static smem the kernel declares: sm_90+ cubins include the driver's reserved bytes."""
+def is_relocatable(data: bytes) -> bool:
+    """An ELF whose e_type is ET_REL: a relocatable (unlinked) cubin or object."""
+    return data[:4] == ELF_MAGIC and len(data) >= 18 and _u("<H", data, 0x10)[0] == _ET_REL
+
+
+def static_shared_from_cubin(k: CubinKernel, arch: str, reserved: int,
+                             relocatable: bool = False) -> int:
+    """Static smem the kernel declares: linked sm_90+ cubins include the driver's reserved
+    bytes; a relocatable one does not hold them yet (nvlink adds them), so nothing is
+    subtracted there."""
     major = int(arch[3:]) // 10
-    return max(k.shared_bytes - reserved, 0) if major >= 9 and k.shared_bytes else k.shared_bytes
+    if relocatable or major < 9 or not k.shared_bytes:
+        return k.shared_bytes
+    return max(k.shared_bytes - reserved, 0)
 
 
 # --- PTX -------------------------------------------------------------------------------------

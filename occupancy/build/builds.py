@@ -13,10 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from occupancy.build.binaries import parse_cubin, ptx_entries
+from occupancy.build.binaries import parse_cubin, ptx_entries, static_shared_from_cubin
 from occupancy.build.cache import _cache_load, _cache_store, _key, cache_dir
 from occupancy.build.compilers import (
-    _FLAG_RULES,
     COMPILER_HINT,
     TIMEOUT_S,
     Build,
@@ -24,9 +23,13 @@ from occupancy.build.compilers import (
     compiler_for,
     demangle,
     make_build,
+    nvcc_flags,
     nvdisasm_path,
+    nvrtc_flags,
     nvrtc_include_dirs,
+    ptxas_flags,
 )
+from occupancy.build.link import device_link
 from occupancy.build.resources import CompileError, CompilerUnavailable, KernelResources, parse_ptxas_log
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
@@ -87,37 +90,45 @@ BuildOutput = tuple[dict[str, KernelResources], list[str], bytes, str]  # +deps,
 
 
 def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
+    """nvcc -cubin with ptxas -v; with -rdc the relocatable cubin (and those of the `link:`
+    sources) are device-linked, and the linked image gives what the driver loads."""
     source = build.source
     if build.name_expressions:
         source = _instantiating_wrapper(build)
+    log, data, deps, ptx = _nvcc_one(build, c, source)
+    if not build.rdc:
+        return _combine(log, data, build, f"{c.label} {build.arch}", None), deps, data, ptx
+    objects = [data]
+    for other in build.link:
+        more_log, more, more_deps, _ = _nvcc_one(build, c, other)
+        log, deps = log + "\n" + more_log, deps + [other, *more_deps]
+        objects.append(more)
+    linked = device_link(objects, build.arch, f"{inert(build.shown)} for {build.arch}")
+    label = f"{c.label} {build.arch} -rdc, device-linked"
+    return _combine(log, linked, build, label, None, linked=True), deps, linked, ptx
+
+
+def _nvcc_one(build: Build, c: Compiler, source: str) -> tuple[str, bytes, list[str], str]:
+    """One nvcc -cubin: (ptxas log, cubin, files read, PTX). Every compile has its own
+    folder for -keep (the intermediate files of two compiles never meet)."""
     with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
         cubin, deps = os.path.join(tmp, "k.cubin"), os.path.join(tmp, "k.d")
         # -keep leaves the PTX of this very compile in tmp (ptxsim reads its addresses)
         cmd = [c.path, "-cubin", f"-arch={build.arch}", "-keep", "-keep-dir", tmp,
-               "-Xptxas", "-v", *_ptxas_x(build),
-               *[f for f in build.flags if not f.startswith("-Xptxas=")],
+               "-Xptxas", "-v", *[x for f in ptxas_flags(build.flags) for x in ("-Xptxas", f)],
+               *nvcc_flags(build.flags),
                *[f"-I{d}" for d in build.include_dirs],
                *[f"-D{k}={v}" for k, v in build.defines], "-MD", "-MF", deps, source,
                "-o", cubin]
         r = _run(cmd, build, c.label, cwd=tmp,
                  also={source: "the instantiation of " + ", ".join(build.name_expressions)}
-                 if source != build.source else None)
+                 if source not in (build.source, *build.link) else None)
         data = Path(cubin).read_bytes()
         dep_text = Path(deps).read_text(errors="replace") if os.path.exists(deps) else ""
         ptx = "\n".join(p.read_text(errors="replace") for p in sorted(Path(tmp).glob("*.ptx")))
     files = [p.replace("\\ ", " ") for p in re.split(r"(?<!\\)\s+", dep_text.split(":", 1)[-1])
              if p and p != "\\"]
-    return _combine(r.stderr + r.stdout, data, build, f"{c.label} {build.arch}", None), \
-        [os.path.abspath(f) for f in files], data, ptx
-
-
-def _ptxas_x(build: Build) -> list[str]:
-    out = []
-    for f in build.flags:
-        if f.startswith(("-Xptxas=", "--ptxas-options=")):
-            out += ["-Xptxas", f.split("=", 1)[1]]
-    return out
-
+    return r.stderr + r.stdout, data, [os.path.abspath(f) for f in files], ptx
 
 
 def _loop_mixes(cubin: bytes) -> dict[str, tuple[tuple[str, int], ...]]:
@@ -138,10 +149,11 @@ def _loop_mixes(cubin: bytes) -> dict[str, tuple[tuple[str, int], ...]]:
     return sass_loop_mix(r.stdout) if r.returncode == 0 else {}
 
 
-def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None
-             ) -> dict[str, KernelResources]:
+def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None,
+             linked: bool = False) -> dict[str, KernelResources]:
     """ptxas's report (registers, smem, spills) plus the cubin's launch bounds and the
-    SASS instruction mix of each kernel's hottest loop."""
+    SASS instruction mix of each kernel's hottest loop. A device-linked image (`linked`)
+    overrides what the link fixes: registers, static smem, barriers and stack."""
     sections = parse_ptxas_log(log, label="")
     found = sections.get(build.arch) or next(iter(sections.values()), {})
     binary = parse_cubin(cubin)
@@ -153,6 +165,10 @@ def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None
         if k is None:
             continue  # a device function compiled with -rdc, not a kernel
         entry = bounds.get(name)
+        if linked:
+            res = replace(res, registers_per_thread=k.registers, barriers=k.barriers,
+                          static_shared_memory=static_shared_from_cubin(k, binary.arch, 1024),
+                          stack_frame_bytes=k.stack_frame_bytes, linked=True)
         out[name] = replace(res, source=label, max_threads_per_block=k.max_threads,
                             min_blocks_per_sm=entry.min_blocks if entry else None,
                             cluster_dims=k.cluster_dims, loop_mix=mixes.get(name))
@@ -176,18 +192,8 @@ def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str
             check(lib.nvrtcAddNameExpression(prog, f"&{expr}".encode()), "name expression")
         dirs = (os.path.dirname(build.source), *build.include_dirs, *nvrtc_include_dirs())
         opts = [f"--gpu-architecture=compute_{build.arch[3:]}", "-std=c++17",
-                *[f"-I{d}" for d in dirs], *[f"-D{k}={v}" for k, v in build.defines]]
-        for f in build.flags:
-            for rx, spell in _FLAG_RULES:
-                m = rx.fullmatch(f)
-                if m:
-                    s = spell(m)
-                    if s:
-                        opts.append(s)
-                    break
-            else:
-                if f.startswith("-U"):
-                    opts.append(f)
+                *[f"-I{d}" for d in dirs], *[f"-D{k}={v}" for k, v in build.defines],
+                *nvrtc_flags(build.flags)]
         arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
         status = lib.nvrtcCompileProgram(prog, len(opts), arr)
         if status != 0:
@@ -245,6 +251,25 @@ def scan_includes(source: str, dirs: Sequence[str]) -> list[str]:
 
 
 def _nvrtc_build(build: Build, c: Compiler) -> BuildOutput:
+    """NVRTC to PTX, then ptxas (-c with -rdc: then device-linked like the nvcc path)."""
+    log, data, ptx = _nvrtc_one(build, c)
+    deps = scan_includes(build.source, [os.path.dirname(build.source), *build.include_dirs])
+    if not build.rdc:
+        return _combine(log, data, build, f"{c.label} {build.arch}", ptx), deps, data, ptx
+    objects = [data]
+    for other in build.link:
+        part = replace(build, source=other, shown=other, name_expressions=())
+        more_log, more, _ = _nvrtc_one(part, c)
+        log += "\n" + more_log
+        objects.append(more)
+        deps += scan_includes(other, [os.path.dirname(other), *build.include_dirs])
+    linked = device_link(objects, build.arch, f"{inert(build.shown)} for {build.arch}")
+    label = f"{c.label} {build.arch} -rdc, device-linked"
+    return _combine(log, linked, build, label, ptx, linked=True), deps, linked, ptx
+
+
+def _nvrtc_one(build: Build, c: Compiler) -> tuple[str, bytes, str]:
+    """(ptxas log, cubin, PTX) of one source through NVRTC and ptxas."""
     text = Path(build.source).read_text(encoding="utf-8", errors="replace")
     ptx, _ = _nvrtc_ptx(c, build, text)
     with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
@@ -255,13 +280,10 @@ def _nvrtc_build(build: Build, c: Compiler) -> BuildOutput:
             m = re.fullmatch(r"--?maxrregcount=(\d+)", f)
             if m:
                 extra += ["-maxrregcount", m.group(1)]
-        extra += [x for x in _ptxas_x(build) if x != "-Xptxas"]
+        extra += ptxas_flags(build.flags)
         r = _run([c.ptxas, f"-arch={build.arch}", "-v", *extra, ptx_path, "-o", cubin], build,
                  f"ptxas {c.version}", cwd=tmp)
-        data = Path(cubin).read_bytes()
-    res = _combine(r.stderr + r.stdout, data, build, f"{c.label} {build.arch}", ptx)
-    return res, scan_includes(build.source, [os.path.dirname(build.source), *build.include_dirs]), \
-        data, ptx
+        return r.stderr + r.stdout, Path(cubin).read_bytes(), ptx
 
 
 def compile_build(build: Build) -> dict[str, KernelResources]:

@@ -15,7 +15,8 @@ from occupancy.build.compilers import Build, Compiler, nvdisasm_path
 from occupancy.build.resources import KernelResources
 from occupancy.core.version import __version__
 
-CACHE_FORMAT = 4  # what a cache entry holds; bump when KernelResources gains a field (4: PTX)
+CACHE_FORMAT = 5  # what a cache entry holds; bump when KernelResources gains a field (4: PTX,
+# 5: -rdc builds read from the device-linked image)
 
 def cache_dir() -> Path:
     base = os.environ.get("OCCUPANCY_CACHE_DIR") or os.path.join(
@@ -57,7 +58,7 @@ def _key(build: Build, compiler: Compiler) -> str:
     blob = json.dumps([__version__, CACHE_FORMAT, compiler.label, compiler.path, nvdisasm_path(),
                        build.arch,
                        build.source, text, build.include_dirs, build.flags, build.defines,
-                       build.name_expressions])
+                       build.name_expressions, build.link])
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -20,8 +20,11 @@ from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
+from occupancy.build.flags import check_flags, is_rdc, nvcc_flags, nvrtc_flags, ptxas_flags
 from occupancy.core.errors import OccupancyError
-from occupancy.inputs.safety import check_define_name, check_flag_token, define_value, inert, safe_path
+from occupancy.inputs.safety import check_define_name, define_value, inert, safe_path
+
+__all__ = ["check_flags", "nvcc_flags", "nvrtc_flags", "ptxas_flags"]  # the flag policy's home is flags.py
 
 COMPILER_HINT = ("install a compiler: nvcc (CUDA 13 covers sm_75+, CUDA 12 sm_50+) on PATH or "
                  "in $CUDA_HOME, or pip install 'occupancy[compiler]' (NVRTC + ptxas 12.9 for "
@@ -138,55 +141,6 @@ def compiler_for(arch: str) -> Compiler | None:
 
 # --- a build request ---------------------------------------------------------------------------
 
-# nvcc flags a manifest may give, with their NVRTC spelling (None: nvcc only, dropped there).
-_FLAG_RULES: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str | None]]] = [
-    (re.compile(r"--?std=(c\+\+(?:03|11|14|17|20))"), lambda m: f"-std={m.group(1)}"),
-    (re.compile(r"--?use_fast_math"), lambda m: "--use_fast_math"),
-    (re.compile(r"--?maxrregcount=(\d{1,3})"), lambda m: f"--maxrregcount={m.group(1)}"),
-    (re.compile(r"(?:-rdc|--relocatable-device-code)=(true|false)"),
-     lambda m: f"-rdc={m.group(1)}"),
-    (re.compile(r"-dc"), lambda m: "-rdc=true"),
-    (re.compile(r"(?:-G|--device-debug)"), lambda m: "-G"),
-    (re.compile(r"(?:-lineinfo|--generate-line-info)"), lambda m: "-lineinfo"),
-    (re.compile(r"--?(ftz|prec-div|prec-sqrt|fmad)=(true|false)"),
-     lambda m: f"--{m.group(1)}={m.group(2)}"),
-    (re.compile(r"--?(?:expt-relaxed-constexpr)"), lambda m: "--expt-relaxed-constexpr"),
-    (re.compile(r"--?(?:expt-extended-lambda|extended-lambda)"), lambda m: "--extended-lambda"),
-    (re.compile(r"--?extra-device-vectorization"), lambda m: "--extra-device-vectorization"),
-    (re.compile(r"--?restrict"), lambda m: "--restrict"),
-    (re.compile(r"-O[0-3]"), lambda m: None),  # host optimisation: no effect on device code
-    (re.compile(r"(?:-w|--disable-warnings)"), lambda m: "-w"),
-    (re.compile(r"(?:-Xptxas=|--ptxas-options=)(-O[0-3]|-dlcm=(?:ca|cg)|-dscm=(?:cg|cs|wt)|"
-                r"--allow-expensive-optimizations=(?:true|false)|-warn-spills|-warn-lmem-usage)"),
-     lambda m: None),
-]
-FLAG_HELP = ("-std=c++17, --use_fast_math, -maxrregcount=N, -rdc=true, -dc, -G, -lineinfo, "
-             "--ftz/--prec-div/--prec-sqrt/--fmad=true|false, --expt-relaxed-constexpr, "
-             "--extended-lambda, --restrict, -O0..3, -Xptxas=-O0..3|-dlcm=ca|cg, -DNAME=VALUE, "
-             "-UNAME (include folders go in include_dirs)")
-
-
-def check_flags(flags: Sequence[object], where: str) -> tuple[tuple[str, ...], dict[str, str]]:
-    """Validate manifest flags against the whitelist; -D/-U become defines (typed)."""
-    out: list[str] = []
-    defines: dict[str, str] = {}
-    for f in flags:
-        if not isinstance(f, str):
-            raise OccupancyError(f"{where}: each flag is a string like '-std=c++17', got {f!r}")
-        check_flag_token(f, where)
-        m = re.fullmatch(r"-D([^=]*)(?:=(.*))?", f)
-        if m:
-            name = check_define_name(m.group(1), where)
-            defines[name] = define_value(m.group(2) if m.group(2) is not None else "1", where)
-            continue
-        if re.fullmatch(r"-U[A-Za-z_]\w*", f) or any(rx.fullmatch(f) for rx, _ in _FLAG_RULES):
-            out.append(f)
-            continue
-        raise OccupancyError(f"{where}: flag {inert(f)} is not accepted (flags that choose the "
-                             f"arch, write files or run programs are refused); accepted: {FLAG_HELP}")
-    return tuple(out), defines
-
-
 @dataclass(frozen=True)
 class Build:
     """One source to compile for one architecture, as the project builds it."""
@@ -198,16 +152,18 @@ class Build:
     flags: tuple[str, ...] = ()
     defines: tuple[tuple[str, str], ...] = ()
     name_expressions: tuple[str, ...] = ()  # template instances NVRTC must instantiate
+    # other sources device-linked with this one (-rdc: functions it calls live there)
+    link: tuple[str, ...] = ()
 
     @property
     def rdc(self) -> bool:
-        return any(f in ("-dc", "-rdc=true", "--relocatable-device-code=true") for f in self.flags)
+        return is_rdc(self.flags)
 
 
 def make_build(source: str | os.PathLike[str], arch: str, *, shown: str | None = None,
                include_dirs: Iterable[str] = (), flags: Sequence[object] = (),
                defines: Mapping[str, object] | Mapping[object, object] | None = None,
-               name_expressions: Iterable[str] = ()) -> Build:
+               name_expressions: Iterable[str] = (), link: Iterable[str] = ()) -> Build:
     """Validate everything that will reach a compiler's command line."""
     where = shown or os.fspath(source)
     src = safe_path(source, f"{inert(where)}: source")
@@ -217,8 +173,12 @@ def make_build(source: str | os.PathLike[str], arch: str, *, shown: str | None =
     for k, v in (defines or {}).items():
         defs[check_define_name(k, f"{inert(where)}: defines")] = define_value(
             v, f"{inert(where)}: defines.{k}")
+    linked = tuple(safe_path(f, f"{inert(where)}: link") for f in link)
+    if linked and not is_rdc(fl):
+        raise OccupancyError(f"{inert(where)}: 'link:' device-links other sources, which needs "
+                             "relocatable device code: add -rdc=true to the flags")
     return Build(src, where, arch, incs, fl, tuple(sorted(defs.items())),
-                 tuple(sorted(set(name_expressions))))
+                 tuple(sorted(set(name_expressions))), linked)
 
 
 # --- cache ---------------------------------------------------------------------------------------

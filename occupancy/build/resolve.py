@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from occupancy.build.binaries import kind_of
 from occupancy.build.builds import _estimate_label, arch_of, compile_build, device_build
 from occupancy.build.compilers import Build, demangle, make_build, parallel_map
+from occupancy.build.flags import RDC_LOG_ERROR, is_rdc
 from occupancy.build.images import BinaryImage, _num, jit_ptx, read_binary, resources_for_device
 from occupancy.build.resources import KernelResources, parse_ptxas_log
 from occupancy.core.device import Device
@@ -33,7 +34,7 @@ class CheckResolver:
         exprs = (fn,) if "<" in fn and not fn.startswith("_Z") else ()
         b = make_build(spec.source, arch_of(dev), shown=spec.shown_source or spec.source,
                        include_dirs=spec.include_dirs, flags=spec.flags, defines=spec.defines,
-                       name_expressions=exprs)
+                       name_expressions=exprs, link=spec.link)
         return device_build(b, dev)
 
     def prepare(self, pairs: Sequence[tuple[object, Device]]) -> None:
@@ -99,6 +100,8 @@ class CheckResolver:
         if any(k.startswith("_Z") and names[k] == k for k in names):
             names.update(demangle([k for k in names if names[k] == k]))
         mangled = match_kernel(spec.function or spec.name, names, where)
+        if spec.ptxas_log and is_rdc(spec.flags) and not found[mangled].linked:
+            raise OccupancyError(f"{where}: {RDC_LOG_ERROR}")
         return replace(found[mangled], demangled=names[mangled])
 
 

@@ -37,7 +37,7 @@ _KERNEL_KEYS = {
     "opt_in_shared_memory", "max_threads_per_block", "min_occupancy", "devices",
     "max_registers", "no_spills", "source", "function", "defines", "ptxas_log", "cubin",
     "carveout", "barriers", "spill_stores_bytes", "spill_loads_bytes", "include_dirs", "flags",
-    "cluster", "grid", "virtual_resources",
+    "cluster", "grid", "virtual_resources", "link",
 }
 MAX_KERNELS = 10_000
 MAX_DEVICES = 64
@@ -66,6 +66,7 @@ class KernelSpec:
     defines: Mapping[str, str] = field(default_factory=dict)  # typed: true -> "1"
     include_dirs: tuple[str, ...] = ()  # absolute paths
     flags: tuple[str, ...] = ()
+    link: tuple[str, ...] = ()  # other sources device-linked with `source` (-rdc)
     ptxas_log: str | None = None
     cubin: str | None = None
     carveout: int | None = None
@@ -270,6 +271,20 @@ class _Entry:
             raise self.fail(f"{key}: no such file {inert(str(q))}", key)
         return os.path.abspath(q), v
 
+    def files(self, key: str) -> tuple[str, ...]:
+        """Absolute paths of a list of files the entry names (relative to the manifest)."""
+        v = self.entry.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(f, str) and f and "\x00" not in f
+                                              for f in v):
+            raise self.fail(f"{key} must be a list of file paths", key)
+        out = []
+        for f in v:
+            q = Path(f) if os.path.isabs(f) else self.base / f
+            if not q.is_file():
+                raise self.fail(f"{key}: no such file {inert(str(q))}", key)
+            out.append(os.path.abspath(q))
+        return tuple(out)
+
     def block(self) -> tuple[int, ...]:
         v = self.entry["block"]
         dims = [v] if isinstance(v, int) and not isinstance(v, bool) else v
@@ -331,6 +346,10 @@ class _Entry:
         if carveout is not None and carveout > 100:
             raise self.fail(f"carveout is a percentage 0-100, got {carveout}", "carveout")
         source = self.rel("source")
+        link = self.files("link")
+        if link and not source:
+            raise self.fail("'link:' lists sources device-linked with 'source:'; give 'source:'",
+                            "link")
         cluster = self.dims("cluster")
         if cluster is not None and any(c > 64 for c in cluster):
             raise self.fail(f"cluster {list(cluster)} is far over any GPU's limit (16)", "cluster")
@@ -347,7 +366,7 @@ class _Entry:
             spill_stores_bytes=self.opt_int("spill_stores_bytes") or 0,
             spill_loads_bytes=self.opt_int("spill_loads_bytes") or 0,
             source=source[0] if source else None, shown_source=source[1] if source else None,
-            function=function, defines=defines, include_dirs=include_dirs, flags=flags,
+            function=function, defines=defines, include_dirs=include_dirs, flags=flags, link=link,
             ptxas_log=(self.rel("ptxas_log") or (None, None))[0],
             cubin=(self.rel("cubin") or (None, None))[0], carveout=carveout,
             barriers=self.opt_int("barriers"),
