@@ -32,6 +32,7 @@ EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
 
 _SHT_SYMTAB, _SHT_NOBITS = 2, 8
 _ET_REL = 1
+_STT_FUNC, _STO_CUDA_ENTRY = 2, 0x10
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ def parse_cubin(data: bytes) -> Cubin:
     named = [(section_name(s[0]), s) for s in sections]
     # Symbol index -> name, for the per-function records in the global .nv.info.
     symbols: dict[int, str] = {}
+    entries: set[str] = set()  # FUNC symbols marked STO_CUDA_ENTRY: kernels, not device functions
     for _, sec in named:
         if sec[1] == _SHT_SYMTAB and sec[6] >= 24:
             strtab = sections[sec[4]] if sec[4] < len(sections) else None
@@ -131,10 +133,12 @@ def parse_cubin(data: bytes) -> Cubin:
             sym_str = body(strtab)
             blob = body(sec)
             for idx in range(len(blob) // 24):
-                st_name = struct.unpack_from("<I", blob, idx * 24)[0]
+                st_name, st_info, st_other = struct.unpack_from("<IBB", blob, idx * 24)
                 end = sym_str.find(b"\0", st_name)
                 if 0 <= st_name < len(sym_str) and end >= 0:
                     symbols[idx] = sym_str[st_name:end].decode("utf-8", errors="replace")
+                    if st_info & 0xF == _STT_FUNC and st_other & _STO_CUDA_ENTRY:
+                        entries.add(symbols[idx])
     regs: dict[str, int] = {}
     frames: dict[str, int] = {}
     per_fn: dict[str, list[tuple[int, bytes]]] = {}
@@ -165,8 +169,8 @@ def parse_cubin(data: bytes) -> Cubin:
                 x, y, z = struct.unpack_from("<III", val)
                 threads = max(x, 1) * max(y, 1) * max(z, 1)
                 max_threads = threads if max_threads is None else min(max_threads, threads)
-        if fn not in regs:
-            continue  # a device function's info, not a kernel's
+        if fn not in regs or (entries and fn not in entries):
+            continue  # a device function's info (a linked image holds them), not a kernel's
         kernels[fn] = CubinKernel(fn, regs[fn], frames.get(fn, 0), shared.get(fn, 0), barriers,
                                   max_threads, cluster)
     return Cubin(arch, kernels, is_relocatable(data))

@@ -104,7 +104,7 @@ def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
         log, deps = log + "\n" + more_log, deps + [other, *more_deps]
         objects.append(more)
     linked = device_link(objects, build.arch, f"{inert(build.shown)} for {build.arch}")
-    label = f"{c.label} {build.arch} -rdc, device-linked"
+    label = f"{c.label} -rdc device-linked {build.arch}"
     return _combine(log, linked, build, label, None, linked=True), deps, linked, ptx
 
 
@@ -264,7 +264,7 @@ def _nvrtc_build(build: Build, c: Compiler) -> BuildOutput:
         objects.append(more)
         deps += scan_includes(other, [os.path.dirname(other), *build.include_dirs])
     linked = device_link(objects, build.arch, f"{inert(build.shown)} for {build.arch}")
-    label = f"{c.label} {build.arch} -rdc, device-linked"
+    label = f"{c.label} -rdc device-linked {build.arch}"
     return _combine(log, linked, build, label, ptx, linked=True), deps, linked, ptx
 
 
