@@ -50,9 +50,9 @@ def reference_build(b: Build) -> dict[str, tuple[int, int]]:
         nvcc = nvcc_path()
         assert nvcc
         if b.rdc:  # the device link fixes registers and smem: nvlink's own report
-            from tests.test_realbuilds import nvlink_says, rdc_by_hand
-
             import tempfile
+
+            from tests.test_realbuilds import nvlink_says, rdc_by_hand
             with tempfile.TemporaryDirectory() as tmp:
                 _, _, log = rdc_by_hand(b.arch, [Path(b.source), *map(Path, b.link)], Path(tmp),
                                         *b.flags, *incs, *defs)
