@@ -414,7 +414,7 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     if as_manifest:
         from occupancy.output.terminal import starter_manifest
 
-        click.echo(starter_manifest(listed, [d.key for d in devs]), nl=False)
+        click.echo(starter_manifest(listed, [d.key for d in devs], include_dirs, flags), nl=False)
         return
     if as_json:
         from occupancy.output.serialize import listed_dict

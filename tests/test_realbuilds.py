@@ -241,3 +241,32 @@ def test_resources_for_device_of_a_fatbin_with_relocatable_code(tmp_path: Path) 
     img = read_binary(str(obj), "k.o", obj.read_bytes())
     res = resources_for_device(img, load_device("a100"), "k.o")
     assert res["_Z12tiled_matmulILi32EEvPfPKfS2_ii"].static_shared_memory == 8192
+
+
+def test_starter_manifest_keeps_include_dirs_and_flags_and_checks_as_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _need(nvcc_path(), "nvcc")
+    import yaml
+    from click.testing import CliRunner
+
+    from occupancy.cli import main
+
+    project = ROOT / "tests" / "fixtures" / "project"
+    monkeypatch.chdir(project)  # relative paths in, absolute paths out
+    r = CliRunner().invoke(main, ["resources", "src/kernels.cu", "-I", "include", "--flag",
+                                  "-DUSE_BIG_TILE=1", "--flag", "-Xcompiler", "--flag",
+                                  "-fopenmp", "-d", "a100", "--manifest"])
+    assert r.exit_code == 0, r.output
+    m = tmp_path / "elsewhere" / "starter.yaml"
+    m.parent.mkdir()
+    m.write_text(r.stdout)
+    doc = yaml.safe_load(r.stdout)
+    names = [k["name"] for k in doc["kernels"]]
+    assert len(names) == len(set(names)) == 6, names
+    assert {"tiled_transpose_32_true", "tiled_transpose_16_false"} <= set(names)
+    assert doc["flags"] == ["-DUSE_BIG_TILE=1", "-Xcompiler", "-fopenmp"]
+    verdicts = evaluate(load_manifest(m), CheckResolver())
+    assert len(verdicts) == 6 and all(v.status != "error" for v in verdicts), \
+        [v.problems for v in verdicts]
+    (staged,) = [v for v in verdicts if v.kernel == "staged"]
+    assert staged.resources and staged.resources.static_shared_memory == 16384  # the -D kept

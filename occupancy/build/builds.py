@@ -17,12 +17,14 @@ from occupancy.build.binaries import parse_cubin, ptx_entries, static_shared_fro
 from occupancy.build.cache import _cache_load, _cache_store, _key, cache_dir
 from occupancy.build.compilers import (
     COMPILER_HINT,
+    CUDA_ROOTS,
     TIMEOUT_S,
     Build,
     Compiler,
     compiler_for,
     demangle,
     make_build,
+    nvcc_at,
     nvcc_flags,
     nvdisasm_path,
     nvrtc_flags,
@@ -103,7 +105,8 @@ def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
         more_log, more, more_deps, _ = _nvcc_one(build, c, other)
         log, deps = log + "\n" + more_log, deps + [other, *more_deps]
         objects.append(more)
-    linked = device_link(objects, build.arch, f"{inert(build.shown)} for {build.arch}")
+    linked = device_link(objects, build.arch, f"{inert(build.shown)} for {build.arch}",
+                         beside=c.path)
     label = f"{c.label} -rdc device-linked {build.arch}"
     return _combine(log, linked, build, label, None, linked=True), deps, linked, ptx
 
@@ -202,11 +205,7 @@ def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str
             buf = ctypes.create_string_buffer(size.value)
             lib.nvrtcGetProgramLog(prog, buf)
             log = buf.value.decode(errors="replace")
-            hint = ""
-            if re.search(r"host variables are not allowed|cannot open source file \"(stdio|stdlib|"
-                         r"string|math|assert|cublas|cuda_runtime_api|omp|mpi|unistd)", log):
-                hint = (f" (NVRTC builds device code only; this file has host code: put a CUDA 12 "
-                        f"nvcc on PATH for {build.arch}, or give a ptxas_log or cubin)")
+            hint = _nvrtc_blocker(log, build.arch)
             raise CompileError(f"{inert(build.shown)} for {build.arch}: {c.label}: "
                                f"{_first_errors(log, build)}{hint}")
         size = ctypes.c_size_t()
@@ -222,6 +221,26 @@ def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str
         return buf.value.decode(), lowered
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+_HOST_CODE = re.compile(r"host variables are not allowed|host functions are not allowed|"
+                        r"cannot open source file \"(?!cuda_|cooperative_groups|mma|cub/|thrust/|"
+                        r"cuda/|crt/|nv/)[\w/.]+\"|identifier \"(?:printf|malloc|cudaMalloc\w*|"
+                        r"cudaMemcpy\w*|fprintf)\" is undefined")
+
+
+def _nvrtc_blocker(log: str, arch: str) -> str:
+    """What NVRTC cannot do that the file needs, and what builds it instead."""
+    where = (f"{arch} then needs an nvcc that targets it (CUDA 12 for sm_50-72; none found on "
+             f"PATH, in $CUDA_HOME or under {CUDA_ROOTS}): install one and it is used, or name it "
+             f"in the manifest with 'compilers: {{{arch}: /usr/local/cuda-12.X/bin/nvcc}}'; or "
+             "give a ptxas_log or cubin")
+    if "requires --extended-lambda" in log:
+        return (" (the file has __host__ __device__ lambdas (nvcc --extended-lambda), which "
+                f"NVRTC cannot compile: {where})")
+    if _HOST_CODE.search(log):
+        return f" (NVRTC builds device code only and this file has host code: {where})"
+    return ""
 
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
@@ -304,7 +323,13 @@ def build_ptx(build: Build) -> str:
 
 def _compile(build: Build, want: str | None = None
              ) -> tuple[dict[str, KernelResources], bytes | None]:
-    c = compiler_for(build.arch)
+    c = compiler_for(build.arch, build.nvcc or None)
+    if c is None and build.nvcc:
+        got = nvcc_at(build.nvcc)
+        raise CompilerUnavailable(
+            f"compilers.{build.arch}: {inert(build.nvcc)} " + (
+                f"is CUDA {got.version}, which does not target {build.arch}" if got else
+                "is not an nvcc with ptxas beside it"))
     if c is None:
         raise CompilerUnavailable(f"no compiler targets {build.arch}: {COMPILER_HINT}")
     key = _key(build, c)

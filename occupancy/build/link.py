@@ -46,8 +46,10 @@ def nvlink_path() -> str | None:
     return cuda_tool("nvlink")
 
 
-def _nvlink_for(arch: str) -> str | None:
-    exe = nvlink_path()
+def _nvlink_for(arch: str, beside: str | None = None) -> str | None:
+    """nvlink of the CUDA that compiled (beside that nvcc), else the user's, if it links arch."""
+    near = os.path.join(os.path.dirname(beside), "nvlink") if beside else None
+    exe = near if near and os.path.isfile(near) and os.access(near, os.X_OK) else nvlink_path()
     if exe is None:
         return None
     version = tool_version(exe)
@@ -76,10 +78,12 @@ def _devrt(beside: str | None) -> str | None:
     return next((c for c in cands if os.path.isfile(c)), None)
 
 
-def device_link(objects: Sequence[bytes], arch: str, what: str) -> bytes:
-    """The linked cubin of relocatable cubins for `arch`; errors are one line that names
-    `what` (the file or build) and the blocker (an undefined function, a missing linker)."""
-    exe = _nvlink_for(arch)
+def device_link(objects: Sequence[bytes], arch: str, what: str, beside: str | None = None
+                ) -> bytes:
+    """The linked cubin of relocatable cubins for `arch` (with the nvlink beside the nvcc
+    `beside` where there is one); errors are one line that names `what` (the file or build)
+    and the blocker (an undefined function, a missing linker)."""
+    exe = _nvlink_for(arch, beside)
     if exe is not None:
         return _nvlink(exe, objects, arch, what)
     lib = nvjitlink_lib()

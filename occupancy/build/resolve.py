@@ -34,7 +34,8 @@ class CheckResolver:
         exprs = (fn,) if "<" in fn and not fn.startswith("_Z") else ()
         b = make_build(spec.source, arch_of(dev), shown=spec.shown_source or spec.source,
                        include_dirs=spec.include_dirs, flags=spec.flags, defines=spec.defines,
-                       name_expressions=exprs, link=spec.link)
+                       name_expressions=exprs, link=spec.link,
+                       nvcc=spec.compilers.get(arch_of(dev)))
         return device_build(b, dev)
 
     def prepare(self, pairs: Sequence[tuple[object, Device]]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ class ManifestError(FileError):
 
 
 _DEFAULT_KEYS = {"include_dirs", "flags", "defines"}
-_TOP_KEYS = {"devices", "min_occupancy", "kernels", *_DEFAULT_KEYS}
+_TOP_KEYS = {"devices", "min_occupancy", "kernels", "compilers", *_DEFAULT_KEYS}
 _KERNEL_KEYS = {
     "name", "block", "registers", "static_shared_memory", "dynamic_shared_memory",
     "opt_in_shared_memory", "max_threads_per_block", "min_occupancy", "devices",
@@ -67,6 +68,7 @@ class KernelSpec:
     include_dirs: tuple[str, ...] = ()  # absolute paths
     flags: tuple[str, ...] = ()
     link: tuple[str, ...] = ()  # other sources device-linked with `source` (-rdc)
+    compilers: Mapping[str, str] = field(default_factory=dict)  # arch -> nvcc (the manifest's)
     ptxas_log: str | None = None
     cubin: str | None = None
     carveout: int | None = None
@@ -177,6 +179,23 @@ class _Defaults:
         self.include_dirs = _dirs(doc.data.get("include_dirs", []), base, doc.line("include_dirs"))
         self.flags = _flags(doc.data.get("flags", []), doc.line("flags"))
         self.defines = _defines(doc.data.get("defines", {}), doc.line("defines"))
+        self.compilers = _compilers(doc.data.get("compilers", {}), base, doc.line("compilers"))
+
+
+def _compilers(v: Any, base: Path, line: int | None) -> dict[str, str]:
+    """`compilers: {sm_61: /usr/local/cuda-12.4/bin/nvcc}`: the nvcc that builds an arch."""
+    if not isinstance(v, dict) or not all(isinstance(k, str) and re.fullmatch(r"sm_\d{2,3}[af]?", k)
+                                          and isinstance(p, str) and p and "\x00" not in p
+                                          for k, p in v.items()):
+        raise _EntryError("compilers maps an arch to an nvcc, e.g. {sm_61: "
+                          "/usr/local/cuda-12.4/bin/nvcc}", line)
+    out = {}
+    for arch, path in v.items():
+        q = Path(path) if os.path.isabs(path) else base / path
+        if not q.is_file():
+            raise _EntryError(f"compilers.{arch}: no such file {inert(str(q))}", line)
+        out[arch] = os.path.abspath(q)
+    return out
 
 
 def _dirs(v: Any, base: Path, line: int | None) -> tuple[str, ...]:
@@ -367,6 +386,7 @@ class _Entry:
             spill_loads_bytes=self.opt_int("spill_loads_bytes") or 0,
             source=source[0] if source else None, shown_source=source[1] if source else None,
             function=function, defines=defines, include_dirs=include_dirs, flags=flags, link=link,
+            compilers=defaults.compilers,
             ptxas_log=(self.rel("ptxas_log") or (None, None))[0],
             cubin=(self.rel("cubin") or (None, None))[0], carveout=carveout,
             barriers=self.opt_int("barriers"),
