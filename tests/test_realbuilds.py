@@ -270,3 +270,103 @@ def test_starter_manifest_keeps_include_dirs_and_flags_and_checks_as_written(
         [v.problems for v in verdicts]
     (staged,) = [v for v in verdicts if v.kernel == "staged"]
     assert staged.resources and staged.resources.static_shared_memory == 16384  # the -D kept
+
+
+# --- flags as real builds write them --------------------------------------------------------
+
+HOST_ONLY = ["-Wno-deprecated-gpu-targets", "-Xcompiler", "-fopenmp", "-Xcompiler=-Wall,-O2",
+             "--compiler-options=-fPIC", "-Werror", "all-warnings", "-lineinfo", "-Xlinker",
+             "-rpath", "--diag-suppress=177", "-Xcudafe", "--diag_suppress=550",
+             "--default-stream", "per-thread", "-Xptxas", "-v"]
+
+
+def test_host_only_flags_are_accepted_and_compile() -> None:
+    from occupancy.build.flags import check_flags
+
+    flags, defines = check_flags(HOST_ONLY, "t")
+    assert "-Xcompiler=-fopenmp" in flags and "-Werror=all-warnings" in flags and not defines
+    _need(nvcc_path(), "nvcc")
+    found = compile_build(make_build(RDC / MM, "sm_80", flags=HOST_ONLY,
+                                     defines={"NO_SCALED_COPY": 1}))
+    assert found["_Z12tiled_matmulILi32EEvPfPKfS2_ii"].static_shared_memory == 8192
+
+
+@pytest.mark.parametrize("bad", [
+    ["-Xcompiler", "-B/tmp/evil"], ["-Xcompiler=-fplugin=/tmp/x.so"], ["-Xcompiler=@opts"],
+    ["-Xcompiler=-specs=/tmp/s"], ["-Xcompiler=-o,/tmp/x"], ["-Xcompiler=-Wl,-rpath,/x"],
+    ["-Xcompiler=-save-temps"], ["-Xcompiler=-fdump-tree-all"], ["-Xcompiler=-wrapper,/bin/sh"],
+    ["-Xcompiler=-Wp,-MD,/tmp/d"], ["-ccbin", "/tmp/cc"], ["-Xcompiler"], ["-o", "x"],
+    ["-Werror", "everything"],
+])
+def test_host_flags_that_run_programs_or_write_files_are_refused(bad: list[str]) -> None:
+    from occupancy.build.flags import check_flags
+    from occupancy.core.errors import OccupancyError
+
+    with pytest.raises(OccupancyError) as e:
+        check_flags(bad, "t")
+    assert "\n" not in str(e.value)
+
+
+def test_nvrtc_gets_its_own_spelling_and_errors_name_the_real_blocker(tmp_path: Path) -> None:
+    from occupancy.build.flags import nvrtc_flags
+    from occupancy.core.errors import OccupancyError
+
+    assert nvrtc_flags(("--extended-lambda", "--expt-relaxed-constexpr", "-Xcompiler=-fopenmp",
+                        "-Wno-deprecated-gpu-targets", "--use_fast_math", "-lineinfo")) == \
+        ["--use_fast_math", "-lineinfo"]
+    _need(nvrtc_compiler(), "NVRTC")
+    lam = tmp_path / "lam.cu"
+    lam.write_text("__global__ void k(float* x) {\n"
+                   "  auto f = [] __device__ (float v) { return 2 * v; };\n  x[0] = f(x[1]);\n}\n")
+    with pytest.raises(OccupancyError) as e:
+        compile_build(make_build(lam, "sm_61", flags=["--extended-lambda",
+                                                      "--expt-relaxed-constexpr"]))
+    msg = str(e.value)
+    assert "unrecognized option" not in msg and "lambdas" in msg and "CUDA 12" in msg
+    assert "compilers: {sm_61:" in msg
+    host = tmp_path / "host.cu"
+    host.write_text("#include <stdio.h>\n__global__ void k(float* x) { x[0] = 1; }\n"
+                    "int main() { printf(\"hi\\n\"); }\n")
+    with pytest.raises(OccupancyError) as e:
+        compile_build(make_build(host, "sm_70", flags=["--extended-lambda"]))
+    assert "this file has host code" in str(e.value) and "sm_70 then needs an nvcc" in str(e.value)
+
+
+# --- the compiler per architecture ----------------------------------------------------------
+
+def test_manifest_names_the_nvcc_per_arch(tmp_path: Path) -> None:
+    nvcc = nvcc_path()
+    _need(nvcc, "nvcc")
+    m = tmp_path / "m.yaml"
+    m.write_text(f"devices: [a100, v100]\ncompilers: {{sm_80: {nvcc}, sm_70: {nvcc}}}\n"
+                 f"kernels:\n  - name: mm\n    source: {RDC / MM}\n    function: tiled_matmul<16>\n"
+                 "    defines: {NO_SCALED_COPY: 1}\n    block: [16, 16]\n")
+    a100, v100 = evaluate(load_manifest(m), CheckResolver())
+    assert a100.status == "pass" and a100.registers_source.startswith("nvcc")
+    assert v100.status == "error"  # nvcc 13 cannot build sm_70: said, not worked around
+    assert f"compilers.sm_70: {nvcc} is CUDA" in v100.problems[0]
+    assert "which does not target sm_70" in v100.problems[0]
+
+
+def test_other_cuda_installs_build_the_archs_the_main_nvcc_cannot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from occupancy.build import compilers
+
+    fake = tmp_path / "cuda-12.4" / "bin"
+    fake.mkdir(parents=True)
+    for tool in ("nvcc", "ptxas"):
+        (fake / tool).write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.4, V12.4.131'\n")
+        (fake / tool).chmod(0o755)
+    monkeypatch.setattr(compilers, "CUDA_ROOTS", str(tmp_path / "cuda-*"))
+    for f in (compilers.other_nvccs, compilers.nvcc_at, compilers.nvcc_compiler):
+        f.cache_clear()
+    try:
+        c = compilers.compiler_for("sm_61")
+        assert c is not None and c.kind == "nvcc" and c.version == "12.4"
+        assert c.path == str(fake / "nvcc")
+        main = compilers.nvcc_compiler()
+        if main is not None and main.targets(90):
+            assert compilers.compiler_for("sm_90") == main  # the user's nvcc first
+    finally:
+        for f in (compilers.other_nvccs, compilers.nvcc_at, compilers.nvcc_compiler):
+            f.cache_clear()

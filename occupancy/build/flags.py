@@ -24,7 +24,7 @@ _Spell = Callable[[re.Match[str]], str | None]
 
 _HOST_OPT = re.compile(
     r"-(?:O[0-3sgz]?|g[0-3]?|pthread|fopenmp|fPIC|fpic|fPIE|fpie|m[A-Za-z0-9_.=+-]+|"
-    r"std=[\w+]+|W(?![lap],)[A-Za-z0-9_=+-]*|w|pedantic|f[A-Za-z0-9_.=+-]+|D[A-Za-z_]\w*(?:=[\w.+-]*)?|"
+    r"std=[\w+]+|W(?![lap](?:,|$))[A-Za-z0-9_=+-]*|w|pedantic|f[A-Za-z0-9_.=+-]+|D[A-Za-z_]\w*(?:=[\w.+-]*)?|"
     r"U[A-Za-z_]\w*)")
 # -f options that load code, write files beside the build, or read a profile
 _HOST_F_REFUSED = re.compile(r"-f(?:no-)?(?:plugin|dump|profile|auto-profile|stack-usage|"
