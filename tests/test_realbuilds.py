@@ -370,3 +370,72 @@ def test_other_cuda_installs_build_the_archs_the_main_nvcc_cannot(
     finally:
         for f in (compilers.other_nvccs, compilers.nvcc_at, compilers.nvcc_compiler):
             f.cache_clear()
+
+
+# --- the build cache ------------------------------------------------------------------------
+
+def test_four_cold_parallel_builds_of_one_file_twenty_times(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nvcc -keep writes X.cudafe1.c, X.cpp4.ii, ... named after the source: every build has
+    its own folder (cwd, -keep-dir and TMPDIR), so cold builds of one file never collide."""
+    _need(nvcc_path(), "nvcc")
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = tmp_path / "k.cu"
+    src.write_text((RDC / MM).read_text())
+    for i in range(20):
+        monkeypatch.setenv("OCCUPANCY_CACHE_DIR", str(tmp_path / f"cache{i}"))
+        builds = [make_build(src, "sm_80", defines={"NO_SCALED_COPY": 1, "COPY": j})
+                  for j in range(4)]
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(compile_build, builds))
+        assert all(r["_Z12tiled_matmulILi16EEvPfPKfS2_ii"].static_shared_memory == 2048
+                   for r in results), i
+
+
+def test_failures_are_cached_until_a_file_changes(tmp_path: Path) -> None:
+    _need(nvcc_path(), "nvcc")
+    from occupancy.build import builds
+    from occupancy.build.resources import CompileError
+
+    src = tmp_path / "bad.cu"
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "cfg.h").write_text("#define BROKEN }\n")
+    src.write_text('#include "cfg.h"\n__global__ void k(float* x) { x[0] = 1; BROKEN }\n')
+    b = make_build(src, "sm_80", include_dirs=[str(tmp_path / "inc")])
+    calls = []
+    real = builds._nvcc_build
+
+    def counting(*a: object) -> object:
+        calls.append(1)
+        return real(*a)  # type: ignore[arg-type]
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(builds, "_nvcc_build", counting):
+        for _ in range(3):
+            with pytest.raises(CompileError) as e:
+                compile_build(b)
+            assert "expected a declaration" in str(e.value) or "error" in str(e.value)
+        assert len(calls) == 1  # the same error, from the cache
+        (tmp_path / "inc" / "cfg.h").write_text("#define BROKEN\n")  # the header is fixed
+        assert "_Z1kPf" in compile_build(b)
+        assert len(calls) == 2
+
+
+def test_a_header_that_shadows_the_recorded_one_invalidates_the_cache(tmp_path: Path) -> None:
+    """The cache recorded include/b/tile.h; a tile.h added later to include/a (searched
+    first) is what the compiler now reads: the cached 8-register answer must not be kept."""
+    _need(nvcc_path(), "nvcc")
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (b / "tile.h").write_text("#define TILE 1\n")
+    src = tmp_path / "k.cu"
+    src.write_text('#include <tile.h>\n__global__ void k(float* x) {\n'
+                   '  __shared__ float s[TILE * 1024];\n  s[threadIdx.x] = x[threadIdx.x];\n'
+                   '  __syncthreads();\n  x[threadIdx.x] = s[(threadIdx.x * 7) % (TILE * 1024)];\n}\n')
+    build = make_build(src, "sm_80", include_dirs=[str(a), str(b)])
+    assert compile_build(build)["_Z1kPf"].static_shared_memory == 4096
+    (a / "tile.h").write_text("#define TILE 4\n")
+    assert compile_build(build)["_Z1kPf"].static_shared_memory == 16384

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from occupancy.build.binaries import parse_cubin, ptx_entries, static_shared_from_cubin
-from occupancy.build.cache import _cache_load, _cache_store, _key, cache_dir
+from occupancy.build.cache import _cache_load, _cache_store, _cache_store_failure, _key, cache_dir
 from occupancy.build.compilers import (
     COMPILER_HINT,
     CUDA_ROOTS,
@@ -32,7 +32,13 @@ from occupancy.build.compilers import (
     ptxas_flags,
 )
 from occupancy.build.link import device_link
-from occupancy.build.resources import CompileError, CompilerUnavailable, KernelResources, parse_ptxas_log
+from occupancy.build.resources import (
+    CompileError,
+    CompilerUnavailable,
+    CompileTimeout,
+    KernelResources,
+    parse_ptxas_log,
+)
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.inputs.safety import inert, safe_path
@@ -58,10 +64,12 @@ def _first_errors(text: str, build: Build, tmp: str | None = None,
 def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None,
          also: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     try:
+        # TMPDIR too: whatever nvcc writes besides -keep's files stays in this build's folder
+        env = {**os.environ, "TMPDIR": cwd} if cwd else None
         r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", cwd=cwd,
-                           timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+                           timeout=TIMEOUT_S, stdin=subprocess.DEVNULL, env=env)
     except subprocess.TimeoutExpired:
-        raise CompileError(f"{inert(build.shown)}: {what} did not finish in {TIMEOUT_S} s") from None
+        raise CompileTimeout(f"{inert(build.shown)}: {what} did not finish in {TIMEOUT_S} s") from None
     except OSError as exc:
         raise CompilerUnavailable(f"{what} cannot run: {exc.strerror}") from None
     if r.returncode != 0:
@@ -247,6 +255,38 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
 _DEP_CAP = 2000
 
 
+_INCLUDE_KIND = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
+_ABSENT_CAP = 4000
+
+
+def shadow_candidates(build: Build, files: Sequence[str]) -> list[str]:
+    """Paths that do not exist now and would change the build if they did: for each
+    #include in the user's own files (under the source's folder or an include folder), every
+    place the compiler looks before the file it found, or every such place for a header it
+    found elsewhere (a header added later in an earlier include folder shadows the recorded
+    one; the cache must notice). Over-approximates: both include forms search the includer's
+    folder, the source's folder, then the include folders."""
+    base = [os.path.dirname(build.source), *build.include_dirs]
+    roots = tuple(os.path.join(d, "") for d in (*base, *map(os.path.dirname, build.link)))
+    absent: set[str] = set()
+    for f in dict.fromkeys(files):
+        if not f.startswith(roots):
+            continue
+        try:
+            text = Path(f).read_text(errors="replace")
+        except OSError:
+            continue
+        for _, name in _INCLUDE_KIND.findall(text):
+            for d in dict.fromkeys((os.path.dirname(f), *base)):
+                p = os.path.abspath(os.path.join(d, name))
+                if os.path.isfile(p):
+                    break
+                absent.add(p)
+        if len(absent) > _ABSENT_CAP:
+            break
+    return sorted(absent)
+
+
 def scan_includes(source: str, dirs: Sequence[str]) -> list[str]:
     """The user's files a source includes, transitively (for the cache key where the
     compiler gives no dependency output); over-approximates, never under."""
@@ -343,10 +383,19 @@ def _compile(build: Build, want: str | None = None
             pass  # compile again for the binary
     if not os.path.isfile(build.source):
         raise OccupancyError(f"{inert(build.shown)}: no such file")
-    found, deps, cubin, ptx = (_nvcc_build if c.kind == "nvcc" else _nvrtc_build)(build, c)
+    try:
+        found, deps, cubin, ptx = (_nvcc_build if c.kind == "nvcc" else _nvrtc_build)(build, c)
+    except CompileTimeout:
+        raise
+    except CompileError as exc:  # cached like a success: same inputs, same error
+        dirs = [os.path.dirname(build.source), *build.include_dirs]
+        read = [f for s in (build.source, *build.link) for f in scan_includes(s, dirs)]
+        _cache_store_failure(key, str(exc), read, shadow_candidates(build, read))
+        raise
     names = demangle(list(found))
     found = {k: replace(v, demangled=names.get(k, k)) for k, v in found.items()}
-    _cache_store(key, found, [build.source, *deps], cubin, ptx)
+    read = [build.source, *deps]
+    _cache_store(key, found, read, cubin, ptx, shadow_candidates(build, read))
     return found, cubin if want == ".cubin" else ptx.encode() if want == ".ptx" else None
 
 

@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 
 from occupancy.build.compilers import TIMEOUT_S, _wheel_dir, cuda_tool, demangle, nvcc_path, tool_version
-from occupancy.build.resources import CompileError, CompilerUnavailable
+from occupancy.build.resources import CompileError, CompilerUnavailable, CompileTimeout
 from occupancy.inputs.safety import inert
 
 LINK_HINT = ("link it the way the build does (nvlink -arch=sm_XX FILE.cubin [the objects it "
@@ -109,7 +109,7 @@ def _nvlink(exe: str, objects: Sequence[bytes], arch: str, what: str) -> bytes:
                                capture_output=True, text=True, errors="replace", cwd=tmp,
                                timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            raise CompileError(f"{what}: nvlink did not finish in {TIMEOUT_S} s") from None
+            raise CompileTimeout(f"{what}: nvlink did not finish in {TIMEOUT_S} s") from None
         except OSError as exc:
             raise CompilerUnavailable(f"{what}: nvlink cannot run: {exc.strerror}") from None
         if r.returncode != 0 or not os.path.isfile(out):

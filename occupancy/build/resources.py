@@ -19,6 +19,10 @@ class CompileError(OccupancyError):
     """The source did not compile: the message carries the compiler's first errors."""
 
 
+class CompileTimeout(CompileError):
+    """A compiler or linker ran past its limit: never cached (the next run may finish)."""
+
+
 @dataclass(frozen=True)
 class KernelResources:
     """What the compiler assigned one kernel on one architecture."""
