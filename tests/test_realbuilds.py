@@ -377,7 +377,8 @@ def test_other_cuda_installs_build_the_archs_the_main_nvcc_cannot(
 def test_four_cold_parallel_builds_of_one_file_twenty_times(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """nvcc -keep writes X.cudafe1.c, X.cpp4.ii, ... named after the source: every build has
-    its own folder (cwd, -keep-dir and TMPDIR), so cold builds of one file never collide."""
+    its own folder (cwd, -keep-dir and TMPDIR), so cold builds of one file never collide; the
+    template instance makes all four write the one instantiating wrapper at once."""
     _need(nvcc_path(), "nvcc")
     from concurrent.futures import ThreadPoolExecutor
 
@@ -385,8 +386,8 @@ def test_four_cold_parallel_builds_of_one_file_twenty_times(
     src.write_text((RDC / MM).read_text())
     for i in range(20):
         monkeypatch.setenv("OCCUPANCY_CACHE_DIR", str(tmp_path / f"cache{i}"))
-        builds = [make_build(src, "sm_80", defines={"NO_SCALED_COPY": 1, "COPY": j})
-                  for j in range(4)]
+        builds = [make_build(src, "sm_80", defines={"NO_SCALED_COPY": 1, "COPY": j},
+                             name_expressions=["tiled_matmul<16>"]) for j in range(4)]
         with ThreadPoolExecutor(4) as pool:
             results = list(pool.map(compile_build, builds))
         assert all(r["_Z12tiled_matmulILi16EEvPfPKfS2_ii"].static_shared_memory == 2048

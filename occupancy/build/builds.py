@@ -90,8 +90,11 @@ def _instantiating_wrapper(build: Build) -> str:
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{hashlib.sha256(text.encode()).hexdigest()[:32]}.cu"
     if not path.is_file() or path.read_text() != text:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text)
+        # a temporary name of its own: threads of one process share a pid, and a shared
+        # name let one thread publish another's half-written wrapper (nvcc then failed)
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
         os.replace(tmp, path)
     return safe_path(path, "the compile cache folder")
 
