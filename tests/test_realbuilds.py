@@ -440,3 +440,41 @@ def test_a_header_that_shadows_the_recorded_one_invalidates_the_cache(tmp_path: 
     assert compile_build(build)["_Z1kPf"].static_shared_memory == 4096
     (a / "tile.h").write_text("#define TILE 4\n")
     assert compile_build(build)["_Z1kPf"].static_shared_memory == 16384
+
+
+# --- kernel names as launches write them ----------------------------------------------------
+
+def test_names_with_macros_defaults_and_deduced_types_match_one_completion() -> None:
+    from occupancy.build.names import match_kernel
+    from occupancy.core.errors import OccupancyError
+
+    built = {"_Z1aILi32EEvv": "void norm_f32<32>()",
+             "_Z1bILi1024ELb0ELb0EEvv": "void rms_norm_f32<1024, false, false>()",
+             "_Z1cILb1ELi0ELi0E6__halfEvv": "void soft_max_f32<true, 0, 0, __half>()",
+             "_Z1dILb0ELi0ELi0E6__halfEvv": "void soft_max_f32<false, 0, 0, __half>()",
+             "_Z1dILb0ELi0ELi0EfEvv": "void soft_max_f32<false, 0, 0, float>()"}
+    macros = {"WARP_SIZE": "32", "HALF": "(WARP_SIZE * 64)"}
+    assert match_kernel("norm_f32<WARP_SIZE>", built, "k", macros) == "_Z1aILi32EEvv"
+    assert match_kernel("rms_norm_f32<HALF/2, false>", built, "k", macros) == \
+        "_Z1bILi1024ELb0ELb0EEvv"
+    assert match_kernel("soft_max_f32<true, 0, 0>", built, "k") == "_Z1cILb1ELi0ELi0E6__halfEvv"
+    with pytest.raises(OccupancyError) as e:
+        match_kernel("soft_max_f32<false, 0, 0>", built, "k")
+    assert "matches 2 kernels" in str(e.value) and "float>()" in str(e.value)
+    with pytest.raises(OccupancyError) as e:
+        match_kernel("norm_f32<WARP>", built, "k", macros)
+    assert "no kernel 'norm_f32<WARP>'" in str(e.value)
+
+
+def test_names_as_launches_write_them_from_a_real_build() -> None:
+    _need(nvcc_path(), "nvcc")
+    verdicts = evaluate(load_manifest(ROOT / "tests" / "fixtures" / "names" / "launches.yaml"),
+                        CheckResolver())
+    got = {v.kernel: v for v in verdicts if v.device == "a100"}
+    assert got["norm_warp"].resources and got["norm_warp"].resources.static_shared_memory == 128
+    assert got["norm_block"].resources and got["norm_block"].resources.static_shared_memory == 256
+    assert got["rms_norm"].status == "pass" and got["rms_norm"].resources
+    assert "rms_norm_f32<1024, false, false>" in got["rms_norm"].resources.demangled
+    assert got["soft_max"].status == "pass"
+    bad = got["soft_max_two"]
+    assert bad.status == "error" and "matches 2 kernels" in bad.problems[0]

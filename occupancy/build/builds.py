@@ -366,6 +366,21 @@ def build_ptx(build: Build) -> str:
 
 def _compile(build: Build, want: str | None = None
              ) -> tuple[dict[str, KernelResources], bytes | None]:
+    """A build; one whose name expressions do not compile (a template argument the launch
+    deduces, `k<true, 0>` of `k<bool, int, typename T>`) is built without them: the kernels
+    the code instantiates itself are then matched by their leading arguments."""
+    try:
+        return _compile_once(build, want)
+    except CompileTimeout:
+        raise
+    except CompileError:
+        if not build.name_expressions:
+            raise
+    return _compile_once(replace(build, name_expressions=()), want)
+
+
+def _compile_once(build: Build, want: str | None = None
+                  ) -> tuple[dict[str, KernelResources], bytes | None]:
     c = compiler_for(build.arch, build.nvcc or None)
     if c is None and build.nvcc:
         got = nvcc_at(build.nvcc)
