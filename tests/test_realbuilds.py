@@ -277,7 +277,7 @@ def test_starter_manifest_keeps_include_dirs_and_flags_and_checks_as_written(
 HOST_ONLY = ["-Wno-deprecated-gpu-targets", "-Xcompiler", "-fopenmp", "-Xcompiler=-Wall,-O2",
              "--compiler-options=-fPIC", "-Werror", "all-warnings", "-lineinfo", "-Xlinker",
              "-rpath", "--diag-suppress=177", "-Xcudafe", "--diag_suppress=550",
-             "--default-stream", "per-thread", "-Xptxas", "-v"]
+             "--default-stream", "per-thread", "-Xptxas", "-v", "-lcublas", "-lcublasLt"]
 
 
 def test_host_only_flags_are_accepted_and_compile() -> None:
@@ -329,7 +329,7 @@ def test_nvrtc_gets_its_own_spelling_and_errors_name_the_real_blocker(tmp_path: 
                     "int main() { printf(\"hi\\n\"); }\n")
     with pytest.raises(OccupancyError) as e:
         compile_build(make_build(host, "sm_70", flags=["--extended-lambda"]))
-    assert "this file has host code" in str(e.value) and "sm_70 then needs an nvcc" in str(e.value)
+    assert "this file has host code" in str(e.value) and "sm_70 then needs a CUDA 12 nvcc" in str(e.value)
 
 
 # --- the compiler per architecture ----------------------------------------------------------

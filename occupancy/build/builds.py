@@ -242,10 +242,10 @@ _HOST_CODE = re.compile(r"host variables are not allowed|host functions are not 
 
 def _nvrtc_blocker(log: str, arch: str) -> str:
     """What NVRTC cannot do that the file needs, and what builds it instead."""
-    where = (f"{arch} then needs an nvcc that targets it (CUDA 12 for sm_50-72; none found on "
-             f"PATH, in $CUDA_HOME or under {CUDA_ROOTS}): install one and it is used, or name it "
-             f"in the manifest with 'compilers: {{{arch}: /usr/local/cuda-12.X/bin/nvcc}}'; or "
-             "give a ptxas_log or cubin")
+    where = (f"{arch} then needs a CUDA 12 nvcc (CUDA 13 starts at sm_75; none found on PATH, "
+             f"in $CUDA_HOME or under {CUDA_ROOTS}): install one and it is used, or name it in the "
+             f"manifest with 'compilers: {{{arch}: /usr/local/cuda-12.X/bin/nvcc}}'; or give a "
+             "ptxas_log or cubin")
     if "requires --extended-lambda" in log:
         return (" (the file has __host__ __device__ lambdas (nvcc --extended-lambda), which "
                 f"NVRTC cannot compile: {where})")

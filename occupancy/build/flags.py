@@ -71,12 +71,14 @@ FLAG_RULES: list[tuple[re.Pattern[str], _Spell]] = [
     (re.compile(r"--default-stream=(?:legacy|null|per-thread)"), lambda m: None),
     (re.compile(r"-Xcompiler=(.+)"), lambda m: None),  # items checked by _host_items
     (re.compile(r"-Xlinker=(.+)"), lambda m: None),  # no host link happens: dropped
+    (re.compile(r"-l[A-Za-z0-9_.+-]+|-L[^\s]+"), lambda m: None),  # link libraries: dropped
 ]
 FLAG_HELP = ("-std=c++17, --use_fast_math, -maxrregcount=N, -rdc=true, -dc, -G, -lineinfo, "
              "--ftz/--prec-div/--prec-sqrt/--fmad=true|false, --expt-relaxed-constexpr, "
              "--extended-lambda, --restrict, -O0..3, -Xptxas -O0..3|-dlcm=ca|cg, "
              "-Wno-deprecated-gpu-targets, -Werror all-warnings, --diag-suppress=N, "
              "-Xcompiler -fopenmp (host options that run nothing and write nothing), -Xlinker X, "
+             "-lLIB, -LDIR, "
              "-DNAME=VALUE, -UNAME (include folders go in include_dirs)")
 
 # Options that take their value as the next token, and the one-token spelling they become.
@@ -164,9 +166,9 @@ RDC_LOG_ERROR = ("a ptxas log of a relocatable compile (-rdc=true / -dc) cannot 
 
 
 def nvcc_flags(flags: Sequence[str]) -> list[str]:
-    """The flags as nvcc gets them: -Xptxas go through `ptxas_flags`, -Xlinker is dropped
-    (a -cubin compile links nothing)."""
-    return [f for f in flags if not f.startswith(("-Xptxas=", "-Xlinker="))]
+    """The flags as nvcc gets them: -Xptxas go through `ptxas_flags`, -Xlinker, -l and -L
+    are dropped (a -cubin compile links nothing)."""
+    return [f for f in flags if not f.startswith(("-Xptxas=", "-Xlinker=", "-l", "-L"))]
 
 
 def ptxas_flags(flags: Sequence[str]) -> list[str]:
