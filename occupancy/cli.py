@@ -451,7 +451,7 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     if as_manifest:
         from occupancy.output.terminal import starter_manifest
 
-        click.echo(starter_manifest(listed, [d.key for d in devs]), nl=False)
+        click.echo(starter_manifest(listed, [d.key for d in devs], include_dirs, flags), nl=False)
         return
     if as_json:
         from occupancy.output.serialize import listed_dict
@@ -644,6 +644,8 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
                    "once none can.")
 @click.option("--set", "sets", multiple=True, metavar="NAME=N",
               help="Override a problem size of the manifest (repeat).")
+@click.option("--max-compiles", type=click.IntRange(1, 100_000), default=64, show_default=True,
+              help="With a MANIFEST: refuse spaces that need more compiler runs.")
 @click.option("--store", default=None, metavar="FILE.json",
               help="With a MANIFEST: keep the fastest params per kernel, problem and GPU here.")
 @click.option("--reps", type=click.IntRange(3, 10_000), default=20, show_default=True,
@@ -653,8 +655,8 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
               help="Also write the JSON record to this file.")
 @translate_errors
 def measure(target: str, kernel: str | None, size: int | None, tiles: str | None,
-            top: int | None, budget: int | None, sets: tuple[str, ...], store: str | None,
-            reps: int, as_json: bool, output: str | None) -> None:
+            top: int | None, budget: int | None, sets: tuple[str, ...], max_compiles: int,
+            store: str | None, reps: int, as_json: bool, output: str | None) -> None:
     """Launch kernels on the GPU: verify, time, compare with the model.
 
     The shipped families (matmul, transpose), or the tuning space of your own kernel:
@@ -701,7 +703,9 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
             spec = load_tuning(target, kernel, _sets(sets))
             inputs.append(target)
             dev = from_cuda_properties(device_properties(0))
-            pts, removed = points(spec)
+            from occupancy.tune.bounds import WorkLimits
+
+            pts, removed = points(spec, limits=WorkLimits(compiles=max_compiles))
             tuned = measure_tuning(spec, rank(spec, dev, pts, removed), top, reps, progress,
                                    budget)
     record = tuned if tuned is not None else shipped

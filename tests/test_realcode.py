@@ -50,6 +50,14 @@ def reference_build(b: Build) -> dict[str, tuple[int, int]]:
     if b.arch >= "sm_75" and len(b.arch) == 5 or len(b.arch) > 5:
         nvcc = nvcc_path()
         assert nvcc
+        if b.rdc:  # the device link fixes registers and smem: nvlink's own report
+            import tempfile
+
+            from tests.test_realbuilds import nvlink_says, rdc_by_hand
+            with tempfile.TemporaryDirectory() as tmp:
+                _, _, log = rdc_by_hand(b.arch, [Path(b.source), *map(Path, b.link)], Path(tmp),
+                                        *b.flags, *incs, *defs)
+            return nvlink_says(log, b.arch)
         r = subprocess.run([nvcc, "-cubin", f"-arch={b.arch}", "-Xptxas", "-v", *b.flags, *incs,
                             *defs, b.source, "-o", os.devnull], capture_output=True, text=True,
                            check=True)
@@ -85,7 +93,8 @@ def test_project_equals_ptxas_on_four_architectures() -> None:
     for v in verdicts:
         spec, dev = specs[v.kernel], m.devices[v.device]
         b = make_build(spec.source or "", f"sm_{dev.cc_major}{dev.cc_minor}",
-                       include_dirs=spec.include_dirs, flags=spec.flags, defines=spec.defines)
+                       include_dirs=spec.include_dirs, flags=spec.flags, defines=spec.defines,
+                       link=spec.link)
         truth = reference_build(b)
         assert v.resources is not None
         assert truth[v.resources.function] == (v.registers_per_thread,
@@ -112,6 +121,7 @@ def test_extern_device_call_needs_rdc_and_the_error_names_path_kernel_device() -
     _need(nvcc_path(), "nvcc")
     p = PROJECT / ".nordc.yaml"
     p.write_text((PROJECT / "launches.yaml").read_text().replace("-rdc=true, ", "")
+                 .replace("    link: [src/helper.cu]\n", "")
                  .replace("[gtx1080, v100, a100, h100]", "[a100]"))
     try:
         verdicts = _verdicts(p)
@@ -303,8 +313,7 @@ def test_resources_command_lists_and_starts_a_manifest(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["resources", src, "-I", str(PROJECT / "include"), "-d", "a100",
                                   "--manifest"])
     m = tmp_path / "starter.yaml"
-    m.write_text(r.stdout.replace("source: ", "include_dirs: [" + str(PROJECT / "include")
-                                  + "]\n    source: "))
+    m.write_text(r.stdout)  # as written: it keeps the -I it was given
     verdicts = _verdicts(m)
     assert len(verdicts) == 6 and all(x.status != "error" for x in verdicts), \
         [x.problems for x in verdicts]

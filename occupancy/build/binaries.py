@@ -31,6 +31,8 @@ EIATTR_CTA_PER_CLUSTER = 0x3D  # __cluster_dims__(x, y, z), sm_90+
 EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
 
 _SHT_SYMTAB, _SHT_NOBITS = 2, 8
+_ET_REL = 1
+_STT_FUNC, _STO_CUDA_ENTRY = 2, 0x10
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class CubinKernel:
 class Cubin:
     arch: str  # "sm_80"
     kernels: dict[str, CubinKernel]
+    # ELF e_type ET_REL: compiled with -rdc=true / -dc and not yet device-linked. Static
+    # shared memory (and, across calls, registers and stack) are only final after nvlink.
+    relocatable: bool = False
 
 
 def _u(fmt: str, data: bytes, off: int) -> tuple[int, ...]:
@@ -119,6 +124,7 @@ def parse_cubin(data: bytes) -> Cubin:
     named = [(section_name(s[0]), s) for s in sections]
     # Symbol index -> name, for the per-function records in the global .nv.info.
     symbols: dict[int, str] = {}
+    entries: set[str] = set()  # FUNC symbols marked STO_CUDA_ENTRY: kernels, not device functions
     for _, sec in named:
         if sec[1] == _SHT_SYMTAB and sec[6] >= 24:
             strtab = sections[sec[4]] if sec[4] < len(sections) else None
@@ -127,10 +133,12 @@ def parse_cubin(data: bytes) -> Cubin:
             sym_str = body(strtab)
             blob = body(sec)
             for idx in range(len(blob) // 24):
-                st_name = struct.unpack_from("<I", blob, idx * 24)[0]
+                st_name, st_info, st_other = struct.unpack_from("<IBB", blob, idx * 24)
                 end = sym_str.find(b"\0", st_name)
                 if 0 <= st_name < len(sym_str) and end >= 0:
                     symbols[idx] = sym_str[st_name:end].decode("utf-8", errors="replace")
+                    if st_info & 0xF == _STT_FUNC and st_other & _STO_CUDA_ENTRY:
+                        entries.add(symbols[idx])
     regs: dict[str, int] = {}
     frames: dict[str, int] = {}
     per_fn: dict[str, list[tuple[int, bytes]]] = {}
@@ -161,17 +169,27 @@ def parse_cubin(data: bytes) -> Cubin:
                 x, y, z = struct.unpack_from("<III", val)
                 threads = max(x, 1) * max(y, 1) * max(z, 1)
                 max_threads = threads if max_threads is None else min(max_threads, threads)
-        if fn not in regs:
-            continue  # a device function's info, not a kernel's
+        if fn not in regs or (entries and fn not in entries):
+            continue  # a device function's info (a linked image holds them), not a kernel's
         kernels[fn] = CubinKernel(fn, regs[fn], frames.get(fn, 0), shared.get(fn, 0), barriers,
                                   max_threads, cluster)
-    return Cubin(arch, kernels)
+    return Cubin(arch, kernels, is_relocatable(data))
 
 
-def static_shared_from_cubin(k: CubinKernel, arch: str, reserved: int) -> int:
-    """Static smem the kernel declares: sm_90+ cubins include the driver's reserved bytes."""
+def is_relocatable(data: bytes) -> bool:
+    """An ELF whose e_type is ET_REL: a relocatable (unlinked) cubin or object."""
+    return data[:4] == ELF_MAGIC and len(data) >= 18 and _u("<H", data, 0x10)[0] == _ET_REL
+
+
+def static_shared_from_cubin(k: CubinKernel, arch: str, reserved: int,
+                             relocatable: bool = False) -> int:
+    """Static smem the kernel declares: linked sm_90+ cubins include the driver's reserved
+    bytes; a relocatable one does not hold them yet (nvlink adds them), so nothing is
+    subtracted there."""
     major = int(arch[3:]) // 10
-    return max(k.shared_bytes - reserved, 0) if major >= 9 and k.shared_bytes else k.shared_bytes
+    if relocatable or major < 9 or not k.shared_bytes:
+        return k.shared_bytes
+    return max(k.shared_bytes - reserved, 0)
 
 
 # --- PTX -------------------------------------------------------------------------------------

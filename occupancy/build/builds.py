@@ -14,24 +14,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from occupancy.build.binaries import parse_cubin, ptx_entries
-from occupancy.build.cache import _cache_load, _cache_store, _key, cache_dir
+from occupancy.build.binaries import parse_cubin, ptx_entries, static_shared_from_cubin
+from occupancy.build.cache import _cache_load, _cache_store, _cache_store_failure, _key, cache_dir
 from occupancy.build.compilers import (
     COMPILER_HINT,
+    CUDA_ROOTS,
     TIMEOUT_S,
     Build,
     Compiler,
     compiler_for,
     demangle,
     make_build,
+    nvcc_at,
     nvdisasm_path,
     nvrtc_include_dirs,
 )
-from occupancy.build.resources import CompileError, CompilerUnavailable, KernelResources, parse_ptxas_log
+from occupancy.build.link import device_link
+from occupancy.build.resources import (
+    CompileError,
+    CompilerUnavailable,
+    CompileTimeout,
+    KernelResources,
+    parse_ptxas_log,
+)
 from occupancy.build.run import COMPILER_MEMORY, run_tool
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
-from occupancy.inputs.flags import FLAG_RULES
+from occupancy.inputs.flags import nvcc_flags, nvrtc_flags, ptxas_flags
 from occupancy.inputs.safety import check_function, inert, safe_path
 
 _ERROR_LINES = 3
@@ -56,9 +65,11 @@ def _first_errors(text: str, build: Build, tmp: str | None = None,
 def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None,
          also: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     try:
-        r = run_tool(cmd, timeout=TIMEOUT_S, memory=COMPILER_MEMORY, cwd=cwd)
+        # TMPDIR too: whatever nvcc writes besides -keep's files stays in this build's folder
+        env = {**os.environ, "TMPDIR": cwd} if cwd else None
+        r = run_tool(cmd, timeout=TIMEOUT_S, memory=COMPILER_MEMORY, cwd=cwd, env=env)
     except subprocess.TimeoutExpired:
-        raise CompileError(f"{inert(build.shown)}: {what} did not finish in {TIMEOUT_S} s") from None
+        raise CompileTimeout(f"{inert(build.shown)}: {what} did not finish in {TIMEOUT_S} s") from None
     except OSError as exc:
         raise CompilerUnavailable(f"{what} cannot run: {exc.strerror}") from None
     if r.returncode != 0:
@@ -81,8 +92,11 @@ def _instantiating_wrapper(build: Build) -> str:
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{hashlib.sha256(text.encode()).hexdigest()[:32]}.cu"
     if not path.is_file() or path.read_text() != text:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text)
+        # a temporary name of its own: threads of one process share a pid, and a shared
+        # name let one thread publish another's half-written wrapper (nvcc then failed)
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
         os.replace(tmp, path)
     return safe_path(path, "the compile cache folder")
 
@@ -91,43 +105,52 @@ BuildOutput = tuple[dict[str, KernelResources], list[str], bytes, str]  # +deps,
 
 
 def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
+    """nvcc -cubin with ptxas -v; with -rdc the relocatable cubin (and those of the `link:`
+    sources) are device-linked, and the linked image gives what the driver loads."""
     source = build.source
     if build.name_expressions:
         source = _instantiating_wrapper(build)
+    log, data, deps, ptx = _nvcc_one(build, c, source)
+    if not build.rdc:
+        return _combine(log, data, build, f"{c.label} {build.arch}", None), deps, data, ptx
+    objects = [data]
+    for other in build.link:
+        more_log, more, more_deps, _ = _nvcc_one(build, c, other)
+        log, deps = log + "\n" + more_log, deps + [other, *more_deps]
+        objects.append(more)
+    linked = device_link(objects, build.arch, f"{inert(build.shown)} for {build.arch}",
+                         beside=c.path)
+    label = f"{c.label} -rdc device-linked {build.arch}"
+    return _combine(log, linked, build, label, None, linked=True), deps, linked, ptx
+
+
+def _nvcc_one(build: Build, c: Compiler, source: str) -> tuple[str, bytes, list[str], str]:
+    """One nvcc -cubin: (ptxas log, cubin, files read, PTX). Every compile has its own
+    folder for -keep (the intermediate files of two compiles never meet)."""
     with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
         cubin, deps = os.path.join(tmp, "k.cubin"), os.path.join(tmp, "k.d")
         # -keep leaves the PTX of this very compile in tmp (ptxsim reads its addresses)
         cmd = [c.path, "-cubin", f"-arch={build.arch}", "-keep", "-keep-dir", tmp,
-               "-Xptxas", "-v", *_ptxas_x(build),
-               *[f for f in build.flags if not f.startswith("-Xptxas=")],
+               "-Xptxas", "-v", *[x for f in ptxas_flags(build.flags) for x in ("-Xptxas", f)],
+               *nvcc_flags(build.flags),
                *[f"-I{d}" for d in build.include_dirs],
                *[f"-D{k}={_nvcc_list_item(v)}" for k, v in build.defines],
                "-MD", "-MF", deps, source, "-o", cubin]
         r = _run(cmd, build, c.label, cwd=tmp,
                  also={source: "the instantiation of " + ", ".join(build.name_expressions)}
-                 if source != build.source else None)
+                 if source not in (build.source, *build.link) else None)
         data = Path(cubin).read_bytes()
         dep_text = Path(deps).read_text(errors="replace") if os.path.exists(deps) else ""
         ptx = "\n".join(p.read_text(errors="replace") for p in sorted(Path(tmp).glob("*.ptx")))
     files = [p.replace("\\ ", " ") for p in re.split(r"(?<!\\)\s+", dep_text.split(":", 1)[-1])
              if p and p != "\\"]
-    return _combine(r.stderr + r.stdout, data, build, f"{c.label} {build.arch}", None), \
-        [os.path.abspath(f) for f in files], data, ptx
+    return r.stderr + r.stdout, data, [os.path.abspath(f) for f in files], ptx
 
 
 def _nvcc_list_item(value: str) -> str:
     """nvcc reads -D as a comma-separated list: `\\,` keeps a comma in the value, so nvcc
     defines the same macro NVRTC does (define values never hold a backslash)."""
     return value.replace(",", "\\,")
-
-
-def _ptxas_x(build: Build) -> list[str]:
-    out = []
-    for f in build.flags:
-        if f.startswith(("-Xptxas=", "--ptxas-options=")):
-            out += ["-Xptxas", f.split("=", 1)[1]]
-    return out
-
 
 
 def _loop_mixes(cubin: bytes) -> dict[str, tuple[tuple[str, int], ...]]:
@@ -147,10 +170,11 @@ def _loop_mixes(cubin: bytes) -> dict[str, tuple[tuple[str, int], ...]]:
     return sass_loop_mix(r.stdout) if r.returncode == 0 else {}
 
 
-def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None
-             ) -> dict[str, KernelResources]:
+def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None,
+             linked: bool = False) -> dict[str, KernelResources]:
     """ptxas's report (registers, smem, spills) plus the cubin's launch bounds and the
-    SASS instruction mix of each kernel's hottest loop."""
+    SASS instruction mix of each kernel's hottest loop. A device-linked image (`linked`)
+    overrides what the link fixes: registers, static smem, barriers and stack."""
     sections = parse_ptxas_log(log, label="")
     found = sections.get(build.arch) or next(iter(sections.values()), {})
     binary = parse_cubin(cubin)
@@ -162,6 +186,10 @@ def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None
         if k is None:
             continue  # a device function compiled with -rdc, not a kernel
         entry = bounds.get(name)
+        if linked:
+            res = replace(res, registers_per_thread=k.registers, barriers=k.barriers,
+                          static_shared_memory=static_shared_from_cubin(k, binary.arch, 1024),
+                          stack_frame_bytes=k.stack_frame_bytes, linked=True)
         out[name] = replace(res, source=label, max_threads_per_block=k.max_threads,
                             min_blocks_per_sm=entry.min_blocks if entry else None,
                             cluster_dims=k.cluster_dims, loop_mix=mixes.get(name))
@@ -185,18 +213,8 @@ def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str
             check(lib.nvrtcAddNameExpression(prog, f"&{expr}".encode()), "name expression")
         dirs = (os.path.dirname(build.source), *build.include_dirs, *nvrtc_include_dirs())
         opts = [f"--gpu-architecture=compute_{build.arch[3:]}", "-std=c++17",
-                *[f"-I{d}" for d in dirs], *[f"-D{k}={v}" for k, v in build.defines]]
-        for f in build.flags:
-            for rx, spell in FLAG_RULES:
-                m = rx.fullmatch(f)
-                if m:
-                    s = spell(m)
-                    if s:
-                        opts.append(s)
-                    break
-            else:
-                if f.startswith("-U"):
-                    opts.append(f)
+                *[f"-I{d}" for d in dirs], *[f"-D{k}={v}" for k, v in build.defines],
+                *nvrtc_flags(build.flags)]
         arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
         status = lib.nvrtcCompileProgram(prog, len(opts), arr)
         if status != 0:
@@ -205,11 +223,7 @@ def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str
             buf = ctypes.create_string_buffer(size.value)
             lib.nvrtcGetProgramLog(prog, buf)
             log = buf.value.decode(errors="replace")
-            hint = ""
-            if re.search(r"host variables are not allowed|cannot open source file \"(stdio|stdlib|"
-                         r"string|math|assert|cublas|cuda_runtime_api|omp|mpi|unistd)", log):
-                hint = (f" (NVRTC builds device code only; this file has host code: put a CUDA 12 "
-                        f"nvcc on PATH for {build.arch}, or give a ptxas_log or cubin)")
+            hint = _nvrtc_blocker(log, build.arch)
             raise CompileError(f"{inert(build.shown)} for {build.arch}: {c.label}: "
                                f"{_first_errors(log, build)}{hint}")
         size = ctypes.c_size_t()
@@ -227,6 +241,26 @@ def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
+_HOST_CODE = re.compile(r"host variables are not allowed|host functions are not allowed|"
+                        r"cannot open source file \"(?!cuda_|cooperative_groups|mma|cub/|thrust/|"
+                        r"cuda/|crt/|nv/)[\w/.]+\"|identifier \"(?:printf|malloc|cudaMalloc\w*|"
+                        r"cudaMemcpy\w*|fprintf)\" is undefined")
+
+
+def _nvrtc_blocker(log: str, arch: str) -> str:
+    """What NVRTC cannot do that the file needs, and what builds it instead."""
+    where = (f"{arch} then needs a CUDA 12 nvcc (CUDA 13 starts at sm_75; none found on PATH, "
+             f"in $CUDA_HOME or under {CUDA_ROOTS}): install one and it is used, or name it in the "
+             f"manifest with 'compilers: {{{arch}: /usr/local/cuda-12.X/bin/nvcc}}'; or give a "
+             "ptxas_log or cubin")
+    if "requires --extended-lambda" in log:
+        return (" (the file has __host__ __device__ lambdas (nvcc --extended-lambda), which "
+                f"NVRTC cannot compile: {where})")
+    if _HOST_CODE.search(log):
+        return f" (NVRTC builds device code only and this file has host code: {where})"
+    return ""
+
+
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
 _DEP_CAP = 2000
 
@@ -241,6 +275,38 @@ def _not_a_device(path: str, inc: str, cur: str) -> None:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         raise CompileError(f"{inert(cur)}: #include {inert(inc)[:80]} is a device, FIFO "
                            "or socket, not a source file")
+
+
+_INCLUDE_KIND = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
+_ABSENT_CAP = 4000
+
+
+def shadow_candidates(build: Build, files: Sequence[str]) -> list[str]:
+    """Paths that do not exist now and would change the build if they did: for each
+    #include in the user's own files (under the source's folder or an include folder), every
+    place the compiler looks before the file it found, or every such place for a header it
+    found elsewhere (a header added later in an earlier include folder shadows the recorded
+    one; the cache must notice). Over-approximates: both include forms search the includer's
+    folder, the source's folder, then the include folders."""
+    base = [os.path.dirname(build.source), *build.include_dirs]
+    roots = tuple(os.path.join(d, "") for d in (*base, *map(os.path.dirname, build.link)))
+    absent: set[str] = set()
+    for f in dict.fromkeys(files):
+        if not f.startswith(roots):
+            continue
+        try:
+            text = Path(f).read_text(errors="replace")
+        except OSError:
+            continue
+        for _, name in _INCLUDE_KIND.findall(text):
+            for d in dict.fromkeys((os.path.dirname(f), *base)):
+                p = os.path.abspath(os.path.join(d, name))
+                if os.path.isfile(p):
+                    break
+                absent.add(p)
+        if len(absent) > _ABSENT_CAP:
+            break
+    return sorted(absent)
 
 
 def scan_includes(source: str, dirs: Sequence[str]) -> list[str]:
@@ -267,6 +333,25 @@ def scan_includes(source: str, dirs: Sequence[str]) -> list[str]:
 
 
 def _nvrtc_build(build: Build, c: Compiler) -> BuildOutput:
+    """NVRTC to PTX, then ptxas (-c with -rdc: then device-linked like the nvcc path)."""
+    log, data, ptx = _nvrtc_one(build, c)
+    deps = scan_includes(build.source, [os.path.dirname(build.source), *build.include_dirs])
+    if not build.rdc:
+        return _combine(log, data, build, f"{c.label} {build.arch}", ptx), deps, data, ptx
+    objects = [data]
+    for other in build.link:
+        part = replace(build, source=other, shown=other, name_expressions=())
+        more_log, more, _ = _nvrtc_one(part, c)
+        log += "\n" + more_log
+        objects.append(more)
+        deps += scan_includes(other, [os.path.dirname(other), *build.include_dirs])
+    linked = device_link(objects, build.arch, f"{inert(build.shown)} for {build.arch}")
+    label = f"{c.label} -rdc device-linked {build.arch}"
+    return _combine(log, linked, build, label, ptx, linked=True), deps, linked, ptx
+
+
+def _nvrtc_one(build: Build, c: Compiler) -> tuple[str, bytes, str]:
+    """(ptxas log, cubin, PTX) of one source through NVRTC and ptxas."""
     text = Path(build.source).read_text(encoding="utf-8", errors="replace")
     ptx, _ = _nvrtc_ptx(c, build, text)
     with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
@@ -277,13 +362,10 @@ def _nvrtc_build(build: Build, c: Compiler) -> BuildOutput:
             m = re.fullmatch(r"--?maxrregcount=(\d+)", f)
             if m:
                 extra += ["-maxrregcount", m.group(1)]
-        extra += [x for x in _ptxas_x(build) if x != "-Xptxas"]
+        extra += ptxas_flags(build.flags)
         r = _run([c.ptxas, f"-arch={build.arch}", "-v", *extra, ptx_path, "-o", cubin], build,
                  f"ptxas {c.version}", cwd=tmp)
-        data = Path(cubin).read_bytes()
-    res = _combine(r.stderr + r.stdout, data, build, f"{c.label} {build.arch}", ptx)
-    return res, scan_includes(build.source, [os.path.dirname(build.source), *build.include_dirs]), \
-        data, ptx
+        return r.stderr + r.stdout, Path(cubin).read_bytes(), ptx
 
 
 def compile_build(build: Build) -> dict[str, KernelResources]:
@@ -304,7 +386,28 @@ def build_ptx(build: Build) -> str:
 
 def _compile(build: Build, want: str | None = None
              ) -> tuple[dict[str, KernelResources], bytes | None]:
-    c = compiler_for(build.arch)
+    """A build; one whose name expressions do not compile (a template argument the launch
+    deduces, `k<true, 0>` of `k<bool, int, typename T>`) is built without them: the kernels
+    the code instantiates itself are then matched by their leading arguments."""
+    try:
+        return _compile_once(build, want)
+    except CompileTimeout:
+        raise
+    except CompileError:
+        if not build.name_expressions:
+            raise
+    return _compile_once(replace(build, name_expressions=()), want)
+
+
+def _compile_once(build: Build, want: str | None = None
+                  ) -> tuple[dict[str, KernelResources], bytes | None]:
+    c = compiler_for(build.arch, build.nvcc or None)
+    if c is None and build.nvcc:
+        got = nvcc_at(build.nvcc)
+        raise CompilerUnavailable(
+            f"compilers.{build.arch}: {inert(build.nvcc)} " + (
+                f"is CUDA {got.version}, which does not target {build.arch}" if got else
+                "is not an nvcc with ptxas beside it"))
     if c is None:
         raise CompilerUnavailable(f"no compiler targets {build.arch}: {COMPILER_HINT}")
     key = _key(build, c)
@@ -319,10 +422,19 @@ def _compile(build: Build, want: str | None = None
     if not os.path.isfile(build.source):
         raise OccupancyError(f"{inert(build.shown)}: no such file")
     scan_includes(build.source, [os.path.dirname(build.source), *build.include_dirs])
-    found, deps, cubin, ptx = (_nvcc_build if c.kind == "nvcc" else _nvrtc_build)(build, c)
+    try:
+        found, deps, cubin, ptx = (_nvcc_build if c.kind == "nvcc" else _nvrtc_build)(build, c)
+    except CompileTimeout:
+        raise
+    except CompileError as exc:  # cached like a success: same inputs, same error
+        dirs = [os.path.dirname(build.source), *build.include_dirs]
+        read = [f for s in (build.source, *build.link) for f in scan_includes(s, dirs)]
+        _cache_store_failure(key, str(exc), read, shadow_candidates(build, read))
+        raise
     names = demangle(list(found))
     found = {k: replace(v, demangled=names.get(k, k)) for k, v in found.items()}
-    _cache_store(key, found, [build.source, *deps], cubin, ptx)
+    read = [build.source, *deps]
+    _cache_store(key, found, read, cubin, ptx, shadow_candidates(build, read))
     return found, cubin if want == ".cubin" else ptx.encode() if want == ".ptx" else None
 
 

@@ -1,5 +1,7 @@
 """The build cache on disk: keyed by the compiler, the arch, every flag, the tool's version and
-the content of every file the compiler read (its dependency output)."""
+the content of every file the compiler read (its dependency output), and stale once a file
+appears where the include search would now find it first. Failures are cached like
+successes."""
 
 from __future__ import annotations
 
@@ -7,15 +9,16 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from occupancy.build.compilers import Build, Compiler, nvdisasm_path
-from occupancy.build.resources import KernelResources
+from occupancy.build.resources import CompileError, KernelResources
 from occupancy.core.version import __version__
 
-CACHE_FORMAT = 4  # what a cache entry holds; bump when KernelResources gains a field (4: PTX)
+CACHE_FORMAT = 5  # what a cache entry holds; bump when KernelResources gains a field (4: PTX,
+# 5: -rdc builds read from the device-linked image)
 
 def cache_dir() -> Path:
     base = os.environ.get("OCCUPANCY_CACHE_DIR") or os.path.join(
@@ -57,26 +60,31 @@ def _key(build: Build, compiler: Compiler) -> str:
     blob = json.dumps([__version__, CACHE_FORMAT, compiler.label, compiler.path, nvdisasm_path(),
                        build.arch,
                        build.source, text, build.include_dirs, build.flags, build.defines,
-                       build.name_expressions])
+                       build.name_expressions, build.link])
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _cache_load(key: str) -> dict[str, KernelResources] | None:
+    """The kernels of a cached build; a cached failure raises its CompileError again (a
+    manifest with one bad entry does not recompile it on every run); None: compile."""
     path = cache_dir() / f"{key}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if not _deps_unchanged(data["deps"]):
-            return None
+        if not _deps_unchanged(data["deps"]) or any(map(os.path.exists, data.get("absent", []))):
+            return None  # a file it read changed, or a header now shadows one it found
+        failed = str(data.get("error") or "")
         out = {}
-        for k, v in data["kernels"].items():
+        for k, v in data["kernels"].items() if not failed else ():
             dims = v.pop("cluster_dims", None)
             mix = v.pop("loop_mix", None)
             out[k] = KernelResources(**v, cluster_dims=(int(dims[0]), int(dims[1]), int(dims[2]))
                                      if dims else None,
                                      loop_mix=tuple((str(a), int(b)) for a, b in mix) if mix else None)
-        return out
     except (OSError, ValueError, TypeError, KeyError, AssertionError, AttributeError):
         return None  # missing or corrupt: compile again
+    if failed:
+        raise CompileError(failed)
+    return out
 
 
 def _write_atomic(where: Path, name: str, data: bytes) -> None:
@@ -86,13 +94,33 @@ def _write_atomic(where: Path, name: str, data: bytes) -> None:
     os.replace(tmp, where / name)
 
 
-def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterable[str],
-                 cubin: bytes | None = None, ptx: str | None = None) -> None:
-    rows = []
+def _dep_rows(deps: Iterable[str]) -> list[list[object]]:
+    rows: list[list[object]] = []
     for d in sorted(set(deps)):
         st, sha = _stat(d), _sha(d)
         if st is not None and sha is not None:
             rows.append([d, st, sha])
+    return rows
+
+
+def _cache_store_failure(key: str, message: str, deps: Iterable[str],
+                         absent: Sequence[str] = ()) -> None:
+    """A compile error, under the key a success would have: the same inputs fail the same way
+    until one of the files it read changes."""
+    try:
+        where = cache_dir()
+        where.mkdir(parents=True, exist_ok=True)
+        blob = json.dumps({"error": message, "kernels": {}, "deps": _dep_rows(deps),
+                           "absent": list(absent)})
+        _write_atomic(where, f"{key}.json", blob.encode())
+    except OSError:
+        pass
+
+
+def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterable[str],
+                 cubin: bytes | None = None, ptx: str | None = None,
+                 absent: Sequence[str] = ()) -> None:
+    rows = _dep_rows(deps)
     try:
         where = cache_dir()
         where.mkdir(parents=True, exist_ok=True)
@@ -101,7 +129,8 @@ def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterabl
             _write_atomic(where, f"{key}.cubin", cubin)
         if ptx is not None:
             _write_atomic(where, f"{key}.ptx", ptx.encode())
-        blob = json.dumps({"kernels": {k: asdict(v) for k, v in kernels.items()}, "deps": rows})
+        blob = json.dumps({"kernels": {k: asdict(v) for k, v in kernels.items()}, "deps": rows,
+                           "absent": list(absent)})
         _write_atomic(where, f"{key}.json", blob.encode())
     except OSError:
         pass  # a read-only home still works, only without the cache

@@ -20,7 +20,8 @@ from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
-from occupancy.inputs.flags import check_flags
+from occupancy.core.errors import OccupancyError
+from occupancy.inputs.flags import check_flags, is_rdc
 from occupancy.inputs.safety import check_define_name, define_value, inert, safe_path
 
 COMPILER_HINT = ("install a compiler: nvcc (CUDA 13 covers sm_75+, CUDA 12 sm_50+) on PATH or "
@@ -97,12 +98,38 @@ def _executable(p: Path) -> bool:
 @cache
 def nvcc_compiler() -> Compiler | None:
     nvcc = nvcc_path()
-    if nvcc is None:
-        return None
+    return None if nvcc is None else nvcc_at(nvcc)
+
+
+@cache
+def nvcc_at(nvcc: str) -> Compiler | None:
+    """The nvcc at this path with the ptxas beside it, or None."""
     ptxas = os.path.join(os.path.dirname(nvcc), "ptxas")
-    if not os.path.isfile(ptxas):
+    if not (os.path.isfile(nvcc) and os.access(nvcc, os.X_OK) and os.path.isfile(ptxas)):
         return None
     return Compiler("nvcc", nvcc, ptxas, tool_version(nvcc))
+
+
+CUDA_ROOTS = "/usr/local/cuda-*"  # where CUDA's installers put each version
+
+
+@cache
+def other_nvccs() -> tuple[Compiler, ...]:
+    """Every other CUDA install's nvcc (/usr/local/cuda-12.4/bin/nvcc, ...), newest first: a
+    machine with CUDA 13 and CUDA 12 builds sm_75+ with 13 and sm_50-72 with 12."""
+    import glob
+
+    main = nvcc_path()
+    seen = {os.path.realpath(main)} if main else set()
+    found = []
+    for path in sorted(glob.glob(os.path.join(CUDA_ROOTS, "bin", "nvcc"))):
+        real = os.path.realpath(path)
+        c = nvcc_at(path) if real not in seen else None
+        seen.add(real)
+        if c is not None:
+            found.append(c)
+    return tuple(sorted(found, key=lambda c: [int(x) for x in re.findall(r"\d+", c.version)],
+                        reverse=True))
 
 
 @cache
@@ -128,10 +155,15 @@ def nvrtc_include_dirs() -> tuple[str, ...]:
     return tuple(out)
 
 
-def compiler_for(arch: str) -> Compiler | None:
-    """The compiler that builds this arch: the user's nvcc where it can, else NVRTC."""
+def compiler_for(arch: str, nvcc: str | None = None) -> Compiler | None:
+    """The compiler that builds this arch: the nvcc the manifest names for it; else the
+    user's nvcc where it can, another installed nvcc that can (CUDA 12 for sm_50-72), else
+    NVRTC."""
     cc = int(re.sub(r"\D", "", arch) or 0)
-    for c in (nvcc_compiler(), nvrtc_compiler()):
+    if nvcc:
+        chosen = nvcc_at(nvcc)
+        return chosen if chosen is not None and chosen.targets(cc) else None
+    for c in (nvcc_compiler(), *other_nvccs(), nvrtc_compiler()):
         if c is not None and c.targets(cc) and (c.kind == "nvcc" or 50 <= cc):
             return c
     return None
@@ -151,16 +183,20 @@ class Build:
     flags: tuple[str, ...] = ()
     defines: tuple[tuple[str, str], ...] = ()
     name_expressions: tuple[str, ...] = ()  # template instances NVRTC must instantiate
+    # other sources device-linked with this one (-rdc: functions it calls live there)
+    link: tuple[str, ...] = ()
+    nvcc: str = ""  # the nvcc the manifest's `compilers:` names for this arch ("": found here)
 
     @property
     def rdc(self) -> bool:
-        return any(f in ("-dc", "-rdc=true", "--relocatable-device-code=true") for f in self.flags)
+        return is_rdc(self.flags)
 
 
 def make_build(source: str | os.PathLike[str], arch: str, *, shown: str | None = None,
                include_dirs: Iterable[str] = (), flags: Sequence[object] = (),
                defines: Mapping[str, object] | Mapping[object, object] | None = None,
-               name_expressions: Iterable[str] = ()) -> Build:
+               name_expressions: Iterable[str] = (), link: Iterable[str] = (),
+               nvcc: str | None = None) -> Build:
     """Validate everything that will reach a compiler's command line."""
     where = shown or os.fspath(source)
     src = safe_path(source, f"{inert(where)}: source")
@@ -170,8 +206,13 @@ def make_build(source: str | os.PathLike[str], arch: str, *, shown: str | None =
     for k, v in (defines or {}).items():
         defs[check_define_name(k, f"{inert(where)}: defines")] = define_value(
             v, f"{inert(where)}: defines.{k}")
+    linked = tuple(safe_path(f, f"{inert(where)}: link") for f in link)
+    if linked and not is_rdc(fl):
+        raise OccupancyError(f"{inert(where)}: 'link:' device-links other sources, which needs "
+                             "relocatable device code: add -rdc=true to the flags")
+    chosen = safe_path(nvcc, f"{inert(where)}: compilers.{arch}") if nvcc else ""
     return Build(src, where, arch, incs, fl, tuple(sorted(defs.items())),
-                 tuple(sorted(set(name_expressions))))
+                 tuple(sorted(set(name_expressions))), linked, chosen)
 
 
 # --- cache ---------------------------------------------------------------------------------------

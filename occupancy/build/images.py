@@ -13,6 +13,8 @@ from pathlib import Path
 from occupancy.build.binaries import (
     check_fatbin_sizes,
     check_ptx_size,
+    cubin_arch,
+    is_relocatable,
     kind_of,
     parse_cubin,
     ptx_target,
@@ -20,6 +22,7 @@ from occupancy.build.binaries import (
 )
 from occupancy.build.builds import _combine, _run
 from occupancy.build.compilers import COMPILER_HINT, Build, compiler_for, cuda_tool
+from occupancy.build.link import device_link
 from occupancy.build.resources import CompilerUnavailable, KernelResources
 from occupancy.build.run import run_tool
 from occupancy.core.device import Device
@@ -38,11 +41,18 @@ class BinaryImage:
     path: str
     sass: dict[str, dict[str, KernelResources]] = field(default_factory=dict)
     ptx: dict[str, str] = field(default_factory=dict)  # compute arch ("sm_80") -> PTX text
+    # SASS arch -> why its relocatable code could not be linked (a verdict on that arch
+    # says so; another arch of the same file still answers)
+    unlinked: dict[str, str] = field(default_factory=dict)
 
 
 def _cubin_resources(data: bytes, label: str, reserved: int = 1024
                      ) -> tuple[str, dict[str, KernelResources]]:
+    """Kernels of a linked cubin (a relocatable one is never read as final: see link.py)."""
     cub = parse_cubin(data)
+    if cub.relocatable:
+        raise OccupancyError(f"{label}: a relocatable cubin (built with -rdc=true / -dc) is not "
+                             "final before the device link")
     out = {}
     for name, k in cub.kernels.items():
         out[name] = KernelResources(name, k.registers, static_shared_from_cubin(k, cub.arch, reserved),
@@ -52,11 +62,31 @@ def _cubin_resources(data: bytes, label: str, reserved: int = 1024
     return cub.arch, out
 
 
+def _linked(objects: list[bytes], arch: str, shown: str) -> bytes:
+    what = (f"{inert(shown)} holds relocatable device code for {arch} (-rdc=true / -dc), whose "
+            "static shared memory is only fixed by the device link")
+    return device_link(objects, arch, what)
+
+
+def _link_arch(objects: list[bytes], arch: str, shown: str, label: str
+               ) -> dict[str, KernelResources] | str:
+    """The kernels of one arch's relocatable objects, linked; or why they cannot be."""
+    try:
+        return _cubin_resources(_linked(objects, arch, shown),
+                                label + " (relocatable, device-linked here)")[1]
+    except OccupancyError as exc:
+        return str(exc)
+
+
 def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
     """Take a binary apart: a bare cubin is read here; anything else through cuobjdump."""
     kind = kind_of(data)
     label = f"binary {inert(shown)}"
     if kind == "cubin":
+        if is_relocatable(data):
+            arch = cubin_arch(data)
+            data = _linked([data], arch, shown)
+            label += " (relocatable, device-linked here)"
         arch, res = _cubin_resources(data, label)
         return BinaryImage(path, {arch: res})
     if kind == "ptx":
@@ -75,6 +105,7 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
                                   "'occupancy[compiler]' or put the CUDA toolkit's bin/ on PATH")
     sass: dict[str, dict[str, KernelResources]] = {}
     ptx: dict[str, str] = {}
+    relocatable: dict[str, list[bytes]] = {}
     with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
         # A copy under a plain name: the user's file name never reaches an argument slot.
         local = os.path.join(tmp, "input.bin")
@@ -89,8 +120,12 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
         for f in sorted(os.listdir(out_dir))[:512]:
             p = os.path.join(out_dir, f)
             if f.endswith(".cubin"):
+                elf = Path(p).read_bytes()
                 try:
-                    arch, res = _cubin_resources(Path(p).read_bytes(), label)
+                    if is_relocatable(elf):  # an object or library of -dc code: link per arch
+                        relocatable.setdefault(cubin_arch(elf), []).append(elf)
+                        continue
+                    arch, res = _cubin_resources(elf, label)
                 except OccupancyError:
                     continue
                 sass.setdefault(arch, {}).update(res)
@@ -99,9 +134,16 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
                 m = re.search(r"\.(sm_\d+)\.ptx$", f)
                 arch = ptx_target(text) or (m.group(1) if m else "sm_52")
                 ptx[arch] = text
-    if not sass and not ptx:
+    unlinked: dict[str, str] = {}
+    for arch, objects in relocatable.items():
+        res_or_why = _link_arch(objects, arch, shown, label)
+        if isinstance(res_or_why, str):
+            unlinked[arch] = res_or_why
+        else:
+            sass.setdefault(arch, {}).update(res_or_why)
+    if not sass and not ptx and not unlinked:
         raise OccupancyError(f"{inert(shown)}: no CUDA kernels in it (no SASS and no PTX)")
-    return BinaryImage(path, sass, ptx)
+    return BinaryImage(path, sass, ptx, unlinked)
 
 
 def _num(arch: str) -> int:
@@ -114,9 +156,12 @@ def resources_for_device(img: BinaryImage, dev: Device, shown: str
     minor <= the device's; else the newest PTX <= the device's arch, JIT-compiled here with
     ptxas for it; else an error that names the file."""
     want = dev.cc_major * 10 + dev.cc_minor
-    same = [a for a in img.sass if _num(a) // 10 == dev.cc_major and _num(a) <= want]
+    same = [a for a in (*img.sass, *img.unlinked) if _num(a) // 10 == dev.cc_major
+            and _num(a) <= want]
     if same:
         arch = max(same, key=_num)
+        if arch in img.unlinked:
+            raise OccupancyError(img.unlinked[arch])
         return img.sass[arch]
     ptxs = [a for a in img.ptx if _num(a) <= want]
     if ptxs:

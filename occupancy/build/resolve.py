@@ -14,6 +14,7 @@ from occupancy.build.images import BinaryImage, _num, jit_ptx, read_binary, reso
 from occupancy.build.resources import KernelResources, parse_ptxas_log
 from occupancy.core.device import Device
 from occupancy.core.errors import FileError, OccupancyError
+from occupancy.inputs.flags import RDC_LOG_ERROR, is_rdc
 from occupancy.inputs.manifest import KernelSpec
 from occupancy.inputs.safety import inert
 
@@ -32,7 +33,8 @@ class CheckResolver:
         exprs = (fn,) if "<" in fn and not fn.startswith("_Z") else ()
         b = make_build(spec.source, arch_of(dev), shown=spec.shown_source or spec.source,
                        include_dirs=spec.include_dirs, flags=spec.flags, defines=spec.defines,
-                       name_expressions=exprs)
+                       name_expressions=exprs, link=spec.link,
+                       nvcc=spec.compilers.get(arch_of(dev)))
         return device_build(b, dev)
 
     def prepare(self, pairs: Sequence[tuple[KernelSpec, Device]]) -> None:
@@ -55,6 +57,23 @@ class CheckResolver:
         if isinstance(res, BaseException):
             raise res
         return res
+
+    def _macros(self, spec: KernelSpec) -> dict[str, str]:
+        """The entry's defines over the object-like #defines of its source and the headers
+        it includes from its folders (a launch's `k<WARP_SIZE>` names k<32>)."""
+        from occupancy.build.builds import scan_includes
+        from occupancy.build.names import source_macros
+        found: dict[str, str] = {}
+        if spec.source:
+            key = f"macros:{spec.source}:{spec.include_dirs}"
+            if key not in self._files:
+                files = scan_includes(spec.source, [os.path.dirname(spec.source),
+                                                    *spec.include_dirs])[:200]
+                self._files[key] = source_macros([_head(f) for f in files])
+            cached = self._files[key]
+            assert isinstance(cached, dict)
+            found.update(cached)
+        return {**found, **spec.defines}
 
     def _file(self, path: str, shown: str, kind: str) -> object:
         from occupancy.inputs.files import LOG_CAP, read_bytes
@@ -96,8 +115,19 @@ class CheckResolver:
         names = {k: (v.demangled or k) for k, v in found.items()}
         if any(k.startswith("_Z") and names[k] == k for k in names):
             names.update(demangle([k for k in names if names[k] == k]))
-        mangled = match_kernel(spec.function or spec.name, names, where)
+        mangled = match_kernel(spec.function or spec.name, names, where, self._macros(spec))
+        if spec.ptxas_log and is_rdc(spec.flags) and not found[mangled].linked:
+            raise OccupancyError(f"{where}: {RDC_LOG_ERROR}")
         return replace(found[mangled], demangled=names[mangled])
+
+
+def _head(path: str) -> str:
+    """A source's first MB as text ('' if it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(1_000_000)
+    except OSError:
+        return ""
 
 
 def _shown(path: str) -> str:

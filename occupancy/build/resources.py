@@ -19,6 +19,10 @@ class CompileError(OccupancyError):
     """The source did not compile: the message carries the compiler's first errors."""
 
 
+class CompileTimeout(CompileError):
+    """A compiler or linker ran past its limit: never cached (the next run may finish)."""
+
+
 @dataclass(frozen=True)
 class KernelResources:
     """What the compiler assigned one kernel on one architecture."""
@@ -41,6 +45,9 @@ class KernelResources:
     # Static instruction mix of the hottest loop in the SASS (binaries.sass_loop_mix):
     # (("total", n), ("ffma", n), ...); None where no disassembler was at hand.
     loop_mix: tuple[tuple[str, int], ...] | None = None
+    # from a device-linked image or nvlink's report: final under -rdc (a ptxas log of a
+    # relocatable compile is not)
+    linked: bool = False
 
     @property
     def spills(self) -> bool:
@@ -71,6 +78,10 @@ _SPILL = re.compile(r"(\d{1,12}) bytes stack frame, (\d{1,12}) bytes spill store
 _SMEM = re.compile(r"(\d{1,12}) bytes smem")
 _BARS = re.compile(r"used (\d{1,6}) barriers")
 _COMPILING_ARCH = re.compile(r"for '(sm_\w+)'")
+
+_NVLINK_PROPS = re.compile(r"nvlink info\s*:\s*Function properties for '([^'\s]+)'")
+_NVLINK_USED = re.compile(r"nvlink info\s*:\s*used (\d{1,6}) registers, used (\d{1,6}) barriers, "
+                          r"(\d{1,12}) stack, (\d{1,12}) bytes smem(?:.*\(target: (sm_\w+)\))?")
 
 LogSections = dict[str, dict[str, KernelResources]]
 
@@ -117,6 +128,33 @@ def parse_ptxas_log(text: str, label: str = "ptxas log") -> LogSections:
         sections.setdefault(arch, {})[name] = KernelResources(
             name, v["regs"], v.get("smem", 0), v.get("bars", 0), v.get("stack", 0),
             v.get("stores", 0), v.get("loads", 0), None, f"{label} {arch}".strip())
+    return _with_nvlink(text, sections, label)
+
+
+def _with_nvlink(text: str, sections: LogSections, label: str) -> LogSections:
+    """A log of an -rdc build that also holds nvlink's report (-Xnvlink -v): the linked
+    numbers (registers, barriers, stack, static smem) replace the compile step's. nvlink names
+    the target only when it links several; one target is the log's one ptxas arch."""
+    archs = [a for a in sections if a]
+    name = None
+    for line in text.splitlines():
+        m = _NVLINK_PROPS.search(line)
+        if m:
+            name = m.group(1)
+            continue
+        m = _NVLINK_USED.search(line)
+        if not m or name is None:
+            continue
+        arch = m.group(5) or (archs[0] if len(archs) == 1 else "")
+        regs, bars, stack, smem = (int(m.group(i)) for i in range(1, 5))
+        if arch[3:].isdigit() and int(arch[3:]) >= 90 and smem:
+            smem = max(smem - 1024, 0)  # nvlink counts the 1 KB the driver reserves on sm_90+
+        old = sections.get(arch, {}).get(name)
+        sections.setdefault(arch, {})[name] = KernelResources(
+            name, regs, smem, bars, stack, old.spill_stores_bytes if old else 0,
+            old.spill_loads_bytes if old else 0, None, f"{label} {arch} (nvlink)".strip(),
+            linked=True)
+        name = None
     return sections
 
 

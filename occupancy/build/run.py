@@ -70,7 +70,8 @@ def _read(f: object, limit: int = OUTPUT_LIMIT) -> str:
 
 
 def run_tool(cmd: Sequence[str], *, timeout: float, memory: int = TOOL_MEMORY,
-             cwd: str | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+             cwd: str | None = None, stdin: str | None = None,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run a tool to completion under limits; its group is killed on a timeout, an error
     or a signal. Raises subprocess.TimeoutExpired and OSError as subprocess.run does."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
@@ -83,7 +84,7 @@ def run_tool(cmd: Sequence[str], *, timeout: float, memory: int = TOOL_MEMORY,
             if _stopping:  # a compile thread after SIGINT/SIGTERM: start nothing new
                 raise OSError(errno.ECANCELED, "interrupted")
             proc = subprocess.Popen(list(cmd), stdin=inp if stdin is not None else subprocess.DEVNULL,
-                                    stdout=out, stderr=err, cwd=cwd, start_new_session=True,
+                                    stdout=out, stderr=err, cwd=cwd, env=env, start_new_session=True,
                                     preexec_fn=_limits(memory, int(timeout) + 1))
             _live.add(proc.pid)
         finally:

@@ -275,16 +275,8 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
         if res.spills:
             reasons.append(f"spills {res.spill_stores_bytes} B / {res.spill_loads_bytes} B per "
                            "thread")
-        pred = warp = None
-        if occ.launchable:
-            env = {**spec.problem, **pt.params}
-            flops = float(spec.work["flops"](env)) if "flops" in spec.work else 0.0
-            dram = float(spec.work["dram_bytes"](env)) if "dram_bytes" in spec.work else 0.0
-            if flops or dram:
-                warp = traffic(spec, pt, builds[key], res, dev)
-                pred = predict_work(dev, occ, pt.grid_blocks, flops, dram,
-                                    res.registers_per_thread, res.loop_mix, warp)
-        out.append(Ranked(pt, res, occ, pred, tuple(reasons), builds[key], warp))
+        out.append(Ranked(pt, res, occ, None, tuple(reasons), builds[key]))
+    out = _predicted(spec, dev, out)
     ok = sorted((r for r in out if not r.pruned),
                 key=lambda r: (r.prediction.predicted_ms if r.prediction else 0.0,
                                -(r.occupancy.occupancy if r.occupancy else 0)))
@@ -303,6 +295,38 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
                       tuple(notes))
 
 
+def _predicted(spec: TuneSpec, dev: Device, ranked: list[Ranked]) -> list[Ranked]:
+    """Every launchable point with its prediction: one warp of each run on its PTX (in
+    parallel worker processes where there are many: ptxsim is Python), then the model."""
+    from dataclasses import replace
+
+    from occupancy.tune.traffic import warp_traffic_many
+
+    todo = []
+    for i, r in enumerate(ranked):
+        if r.occupancy is None or not r.occupancy.launchable or r.resources is None:
+            continue
+        env = {**spec.problem, **r.point.params}
+        flops = float(spec.work["flops"](env)) if "flops" in spec.work else 0.0
+        dram = float(spec.work["dram_bytes"](env)) if "dram_bytes" in spec.work else 0.0
+        if flops or dram:
+            todo.append((i, flops, dram))
+    jobs = []
+    for i, _, _ in todo:
+        res = ranked[i].resources
+        assert res is not None
+        jobs.append(traffic_job(spec, ranked[i].point, ranked[i].build, res, dev))
+    warps = warp_traffic_many(jobs)
+    out = list(ranked)
+    for (i, flops, dram), warp in zip(todo, warps, strict=True):
+        r = ranked[i]
+        assert r.occupancy is not None and r.resources is not None
+        pred = predict_work(dev, r.occupancy, r.point.grid_blocks, flops, dram,
+                            r.resources.registers_per_thread, r.resources.loop_mix, warp)
+        out[i] = replace(r, prediction=pred, traffic=warp)
+    return out
+
+
 def launch_values(spec: TuneSpec, env: Mapping[str, Any]) -> list[float | int] | None:
     """The kernel's arguments as numbers: sizes evaluated, arrays at ptxsim's aligned bases."""
     from occupancy.tune.ptxsim import ARRAY_STRIDE
@@ -315,18 +339,16 @@ def launch_values(spec: TuneSpec, env: Mapping[str, Any]) -> list[float | int] |
     return out
 
 
-def traffic(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev: Device
-            ) -> Traffic | None:
-    """One warp of the point run on its PTX (ptxsim), cached; None where there are no args,
-    no PTX, or PTX the emulator cannot follow."""
-    from occupancy.tune.traffic import warp_traffic
-
+def traffic_job(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev: Device
+                ) -> tuple[Any, ...] | None:
+    """The arguments of one point's warp run (tune/traffic.py warp_traffic); None where the
+    entry gives no args."""
     values = launch_values(spec, {**spec.problem, **pt.params})
     if values is None:
         return None
     # without declared FLOPs nothing scales one loop iteration to the run: run it whole
-    return warp_traffic(build, res.function, values, pt.block, pt.grid, dev.shared_memory_banks,
-                        whole="flops" not in spec.work, sass_ffma=dict(res.loop_mix or ()).get("ffma", 0))
+    return (build, res.function, values, pt.block, pt.grid, dev.shared_memory_banks,
+            "flops" not in spec.work, dict(res.loop_mix or ()).get("ffma", 0))
 
 
 def kernel_tuner_restrictions(report: TuneReport) -> list[str]:

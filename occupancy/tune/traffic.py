@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import asdict
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from occupancy.build.builds import build_ptx
 from occupancy.build.cache import _write_atomic, cache_dir
@@ -70,3 +72,29 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     except OSError:
         pass
     return t
+
+
+def _job(args: tuple[Any, ...]) -> Traffic | None:
+    build, entry, values, block, grid, banks, whole, sass_ffma = args
+    return warp_traffic(build, entry, values, block, grid, banks, whole, sass_ffma)
+
+
+PARALLEL_FROM = 16  # warp runs; fewer run here (a worker interpreter costs ~0.3 s to start)
+
+
+def warp_traffic_many(jobs: Sequence[tuple[Any, ...] | None]) -> list[Traffic | None]:
+    """warp_traffic for each job (None: no run), in worker processes when there are many
+    not yet cached; a job whose worker dies gives None, as a PTX ptxsim cannot follow."""
+    from occupancy.build.workers import run_jobs
+
+    real = [(i, j) for i, j in enumerate(jobs) if j is not None]
+    out: list[Traffic | None] = [None] * len(jobs)
+    if len(real) < PARALLEL_FROM or (os.cpu_count() or 1) < 3:
+        for i, j in real:
+            out[i] = _job(j)
+        return out
+    got = run_jobs("occupancy.tune.traffic:_job", [j for _, j in real], timeout=300,
+                   on_lost=lambda job, reason: None)
+    for (i, _), t in zip(real, got, strict=True):
+        out[i] = t
+    return out

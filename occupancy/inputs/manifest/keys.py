@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ KEYS: dict[str, Key] = {
     "spill_loads_bytes": Key(frozenset({LAUNCH}), "spill loads, bytes per thread"),
     "cluster": Key(frozenset({LAUNCH}), "thread-block cluster: n or [x, y, z]"),
     "virtual_resources": Key(frozenset({LAUNCH}), "Blackwell: the block's virtual resources"),
+    "link": Key(frozenset({LAUNCH}), "other sources device-linked with 'source:' (-rdc builds)"),
     "space": Key(frozenset({TUNE}), "tuning parameters: {TILE: [16, 32]}"),
     "restrict": Key(frozenset({TUNE}), "conditions a point must meet"),
     "problem": Key(frozenset({TUNE}), "problem sizes: {M: 4096}"),
@@ -68,7 +70,7 @@ KEYS: dict[str, Key] = {
     "tolerance": Key(frozenset({TUNE}), "the relative error a result may have, 0-1"),
 }
 DEFAULT_KEYS = {"include_dirs", "flags", "defines"}  # top-level defaults for every entry
-TOP_KEYS = {"devices", "min_occupancy", "kernels", *DEFAULT_KEYS}
+TOP_KEYS = {"devices", "min_occupancy", "kernels", "compilers", *DEFAULT_KEYS}
 
 
 def keys_of(kind: str) -> set[str]:
@@ -133,6 +135,23 @@ class Defaults:
         self.include_dirs = parse_folders(doc.data.get("include_dirs", []), base, doc.line("include_dirs"))
         self.flags = parse_flags(doc.data.get("flags", []), doc.line("flags"))
         self.defines = parse_defines(doc.data.get("defines", {}), doc.line("defines"))
+        self.compilers = parse_compilers(doc.data.get("compilers", {}), base, doc.line("compilers"))
+
+
+def parse_compilers(v: Any, base: Path, line: int | None) -> dict[str, str]:
+    """`compilers: {sm_61: /usr/local/cuda-12.4/bin/nvcc}`: the nvcc that builds an arch."""
+    if not isinstance(v, dict) or not all(isinstance(k, str) and re.fullmatch(r"sm_\d{2,3}[af]?", k)
+                                          and isinstance(p, str) and p and "\x00" not in p
+                                          for k, p in v.items()):
+        raise EntryError("compilers maps an arch to an nvcc, e.g. {sm_61: "
+                         "/usr/local/cuda-12.4/bin/nvcc}", line)
+    out = {}
+    for arch, path in v.items():
+        q = Path(path) if os.path.isabs(path) else base / path
+        if not q.is_file():
+            raise EntryError(f"compilers.{arch}: no such file {inert(str(q))}", line)
+        out[arch] = os.path.abspath(q)
+    return out
 
 
 def parse_folders(v: Any, base: Path, line: int | None) -> tuple[str, ...]:

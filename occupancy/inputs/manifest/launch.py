@@ -59,6 +59,8 @@ class KernelSpec:
     defines: Mapping[str, str] = field(default_factory=dict)  # typed: true -> "1"
     include_dirs: tuple[str, ...] = ()  # absolute paths
     flags: tuple[str, ...] = ()
+    link: tuple[str, ...] = ()  # other sources device-linked with `source` (-rdc)
+    compilers: Mapping[str, str] = field(default_factory=dict)  # arch -> nvcc (the manifest's)
     ptxas_log: str | None = None
     cubin: str | None = None
     carveout: int | None = None
@@ -133,6 +135,20 @@ class _Entry:
             raise self.fail(f"{key}: no such file {inert(str(q))}", key)
         return os.path.abspath(q), v
 
+    def files(self, key: str) -> tuple[str, ...]:
+        """Absolute paths of a list of files the entry names (relative to the manifest)."""
+        v = self.entry.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(f, str) and f and "\x00" not in f
+                                              for f in v):
+            raise self.fail(f"{key} must be a list of file paths", key)
+        out = []
+        for f in v:
+            q = Path(f) if os.path.isabs(f) else self.base / f
+            if not q.is_file():
+                raise self.fail(f"{key}: no such file {inert(str(q))}", key)
+            out.append(os.path.abspath(q))
+        return tuple(out)
+
     def block(self) -> tuple[int, ...]:
         v = self.entry["block"]
         dims = [v] if isinstance(v, int) and not isinstance(v, bool) else v
@@ -195,6 +211,10 @@ class _Entry:
         if carveout is not None and carveout > 100:
             raise self.fail(f"carveout is a percentage 0-100, got {carveout}", "carveout")
         source = self.rel("source")
+        link = self.files("link")
+        if link and not source:
+            raise self.fail("'link:' lists sources device-linked with 'source:'; give 'source:'",
+                            "link")
         cluster = self.dims("cluster")
         if cluster is not None and any(c > 64 for c in cluster):
             raise self.fail(f"cluster {list(cluster)} is far over any GPU's limit (16)", "cluster")
@@ -211,7 +231,8 @@ class _Entry:
             spill_stores_bytes=self.optinteger("spill_stores_bytes") or 0,
             spill_loads_bytes=self.optinteger("spill_loads_bytes") or 0,
             source=source[0] if source else None, shown_source=source[1] if source else None,
-            function=function, defines=defines, include_dirs=include_dirs, flags=flags,
+            function=function, defines=defines, include_dirs=include_dirs, flags=flags, link=link,
+            compilers=defaults.compilers,
             ptxas_log=(self.rel("ptxas_log") or (None, None))[0],
             cubin=(self.rel("cubin") or (None, None))[0], carveout=carveout,
             barriers=self.optinteger("barriers"),

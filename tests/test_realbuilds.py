@@ -1,0 +1,481 @@
+"""Real builds, round 2 (issue 20): relocatable device code (-rdc=true / -dc), relocatable and
+linked cubins, flags as real builds write them. Every number is checked against what the
+device linker itself reports (nvlink -v, read here with the test's own regex) or ptxas."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from occupancy import load_device
+from occupancy.build.builds import _nvrtc_ptx, compile_build
+from occupancy.build.compilers import cuda_tool, make_build, nvcc_path, nvrtc_compiler
+from occupancy.build.images import read_binary, resources_for_device
+from occupancy.build.link import nvjitlink_lib, nvlink_path
+from occupancy.build.resolve import CheckResolver
+from occupancy.gate.check import evaluate
+from occupancy.inputs.manifest import load_manifest
+
+ROOT = Path(__file__).resolve().parent.parent
+RDC = ROOT / "tests" / "fixtures" / "rdc"
+MM = "tiled_matmul.cu"
+SAMPLES = Path("/work/.mirror/NVIDIA+cuda-samples/repo")  # a local snapshot, where there is one
+_NVLINK = re.compile(r"Function properties for '([^']+)':.*\n.*used (\d+) registers, used \d+ "
+                     r"barriers, (\d+) stack, (\d+) bytes smem")
+
+
+def _need(tool: object, what: str) -> None:
+    if tool is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{what} missing in CI")
+        pytest.skip(f"{what} not found")
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OCCUPANCY_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def nvlink_says(log: str, arch: str) -> dict[str, tuple[int, int]]:
+    """(registers, static smem as declared) per kernel from `nvlink -v`; nvlink counts the
+    1 KB the driver reserves per block on sm_90+, which the declared size does not hold."""
+    reserved = 1024 if int(arch[3:]) >= 90 else 0
+    return {m.group(1): (int(m.group(2)), max(int(m.group(4)) - reserved, 0) if int(m.group(4))
+                         else 0) for m in _NVLINK.finditer(log)}
+
+
+def rdc_by_hand(arch: str, sources: list[Path], tmp: Path, *extra: str) -> tuple[Path, Path, str]:
+    """nvcc -cubin -rdc=true per source, then nvlink -v: (relocatable cubin of the first
+    source, linked cubin, nvlink's report)."""
+    nvcc = nvcc_path()
+    assert nvcc
+    objs = []
+    for i, s in enumerate(sources):
+        objs.append(tmp / f"o{i}_{arch}.cubin")
+        subprocess.run([nvcc, "-cubin", "-rdc=true", f"-arch={arch}", *extra, str(s), "-o",
+                        str(objs[-1])], check=True, capture_output=True)
+    linked = tmp / f"linked_{arch}.cubin"
+    exe = nvlink_path()
+    assert exe
+    r = subprocess.run([exe, "-v", f"-arch={arch}", *map(str, objs), "-o", str(linked)],
+                       check=True, capture_output=True, text=True)
+    return objs[0], linked, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_rdc_source_relocatable_and_linked_cubins_equal_nvlink(arch: str, tmp_path: Path) -> None:
+    _need(nvcc_path(), "nvcc")
+    rel, linked, log = rdc_by_hand(arch, [RDC / MM, RDC / "scale_helper.cu"], tmp_path)
+    truth = nvlink_says(log, arch)
+    assert truth["_Z12tiled_matmulILi32EEvPfPKfS2_ii"][1] == 8192
+    assert truth["_Z12tiled_matmulILi16EEvPfPKfS2_ii"][1] == 2048
+    # from source, as the build compiles it (-rdc=true, the other file device-linked)
+    found = compile_build(make_build(RDC / MM, arch, flags=["-rdc=true"],
+                                     link=[str(RDC / "scale_helper.cu")]))
+    assert {k: (v.registers_per_thread, v.static_shared_memory) for k, v in found.items()} == truth
+    # the linked cubin, read as the driver loads it (sm_90: the reserved 1 KB taken out once)
+    img = read_binary(str(linked), "linked.cubin", linked.read_bytes())
+    assert {k: (v.registers_per_thread, v.static_shared_memory)
+            for k, v in img.sass[arch].items()} == truth
+    # the relocatable cubin of the matmul alone: linked here, never read as final
+    only_mm = tmp_path / "mm"
+    only_mm.mkdir()
+    rel_mm, _, log_mm = rdc_by_hand(arch, [RDC / MM], only_mm, "-DNO_SCALED_COPY")
+    img = read_binary(str(rel_mm), "k.cubin", rel_mm.read_bytes())
+    assert {k: (v.registers_per_thread, v.static_shared_memory)
+            for k, v in img.sass[arch].items()} == nvlink_says(log_mm, arch)
+    assert "relocatable, device-linked here" in next(iter(img.sass[arch].values())).source
+
+
+def test_cuobjdump_on_the_linked_image_agrees(tmp_path: Path) -> None:
+    _need(nvcc_path(), "nvcc")
+    _need(cuda_tool("cuobjdump"), "cuobjdump")
+    _, linked, _ = rdc_by_hand("sm_90", [RDC / MM, RDC / "scale_helper.cu"], tmp_path)
+    r = subprocess.run([str(cuda_tool("cuobjdump")), "-res-usage", str(linked)],
+                       capture_output=True, text=True, check=True)
+    said = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(
+        r"Function (\S+):\n\s*REG:(\d+) STACK:\d+ SHARED:(\d+)", r.stdout)
+        if m.group(1) != "_Z8scale_ofi"}  # a device function (listed with REG:0), no kernel
+    img = read_binary(str(linked), "linked.cubin", linked.read_bytes())
+    # cuobjdump's SHARED holds the 1 KB the driver reserves per block on sm_90+
+    assert {k: (v.registers_per_thread, v.static_shared_memory + 1024)
+            for k, v in img.sass["sm_90"].items()} == said
+
+
+@pytest.mark.parametrize("arch", ["sm_61", "sm_70"])
+def test_rdc_from_source_on_nvrtc_archs(arch: str, tmp_path: Path) -> None:
+    c = nvrtc_compiler()
+    _need(c, "NVRTC and ptxas 12.9 (the compiler extra)")
+    _need(nvjitlink_lib(), "nvJitLink 12 (the compiler extra)")
+    assert c
+    found = compile_build(make_build(RDC / MM, arch, flags=["-rdc=true"],
+                                     link=[str(RDC / "scale_helper.cu")]))
+    # by hand: NVRTC's PTX, ptxas -c (registers: the link moves none without a call) and
+    # a whole-program ptxas (the static smem the link fixes)
+    b = make_build(RDC / MM, arch, flags=["-rdc=true"], defines={"NO_SCALED_COPY": 1})
+    ptx, _ = _nvrtc_ptx(c, b, (RDC / MM).read_text())
+    (tmp_path / "k.ptx").write_text(ptx)
+    rel = subprocess.run([c.ptxas, f"-arch={arch}", "-v", "-c", str(tmp_path / "k.ptx"), "-o",
+                          os.devnull], capture_output=True, text=True, check=True).stderr
+    regs = dict(re.findall(r"Function properties for (\S+)\n.*\n.*Used (\d+) registers", rel))
+    for name, smem in (("_Z12tiled_matmulILi32EEvPfPKfS2_ii", 8192),
+                       ("_Z12tiled_matmulILi16EEvPfPKfS2_ii", 2048)):
+        assert (found[name].registers_per_thread, found[name].static_shared_memory) == \
+            (int(regs[name]), smem)
+    assert found["_Z11scaled_copyPfPKf"].static_shared_memory == 1024
+
+
+def test_manifest_of_rdc_entries_on_four_gpus() -> None:
+    _need(nvcc_path(), "nvcc")
+    _need(nvrtc_compiler(), "NVRTC")
+    _need(nvjitlink_lib(), "nvJitLink 12")
+    verdicts = evaluate(load_manifest(RDC / "launches.yaml"), CheckResolver())
+    assert len(verdicts) == 12 and all(v.status == "pass" for v in verdicts), \
+        [(v.kernel, v.device, v.problems) for v in verdicts if v.status != "pass"]
+    smem = {(v.kernel, v.device): v.resources.static_shared_memory for v in verdicts
+            if v.resources}
+    assert {smem[("mm32", d)] for d in ("gtx1080", "v100", "a100", "h100")} == {8192}
+    assert {smem[("mm16", d)] for d in ("gtx1080", "v100", "a100", "h100")} == {2048}
+
+
+def test_unresolved_device_function_names_itself_and_the_fix(tmp_path: Path) -> None:
+    _need(nvcc_path(), "nvcc")
+    from occupancy.core.errors import OccupancyError
+
+    with pytest.raises(OccupancyError) as e:
+        compile_build(make_build(RDC / MM, "sm_80", flags=["-rdc=true"]))
+    msg = str(e.value)
+    assert "undefined reference to scale_of(int)" in msg and "link:" in msg
+    assert "\n" not in msg and str(tmp_path) not in msg
+    rel, _, _ = rdc_by_hand("sm_80", [RDC / MM, RDC / "scale_helper.cu"], tmp_path)
+    with pytest.raises(OccupancyError) as e:
+        read_binary(str(rel), "k.cubin", rel.read_bytes())
+    assert "k.cubin holds relocatable device code for sm_80" in str(e.value)
+    assert "scale_of(int)" in str(e.value) and "nvlink -arch=sm_XX" in str(e.value)
+
+
+def test_ptxas_log_of_an_rdc_compile_is_refused_and_nvlinks_report_is_read(tmp_path: Path) -> None:
+    _need(nvcc_path(), "nvcc")
+    nvcc = nvcc_path()
+    assert nvcc
+    log = tmp_path / "build.log"
+    r = subprocess.run([nvcc, "-rdc=true", "-arch=sm_90", "-Xptxas", "-v", "-c", str(RDC / MM),
+                        "-DNO_SCALED_COPY", "-o", str(tmp_path / "k.o")],
+                       capture_output=True, text=True, check=True)
+    log.write_text(r.stdout + r.stderr)
+    m = tmp_path / "m.yaml"
+    m.write_text(f"devices: [h100]\nkernels:\n  - name: mm32\n    ptxas_log: {log}\n"
+                 "    function: tiled_matmul<32>\n    flags: [-rdc=true]\n    block: [32, 32]\n")
+    (v,) = evaluate(load_manifest(m), CheckResolver())
+    assert v.status == "error" and "relocatable compile" in v.problems[0]
+    assert "-Xnvlink -v" in v.problems[0]
+    # the same build's log with nvlink's report: read as final
+    r = subprocess.run([nvcc, "-rdc=true", "-arch=sm_90", "-Xptxas", "-v", "-Xnvlink", "-v",
+                        str(RDC / MM), "-DNO_SCALED_COPY", "-DWITH_MAIN", "-o",
+                        str(tmp_path / "a.out")], capture_output=True, text=True, check=True)
+    log.write_text(r.stdout + r.stderr)
+    (v,) = evaluate(load_manifest(m), CheckResolver())
+    assert v.status != "error", v.problems
+    assert v.resources and v.resources.static_shared_memory == 8192
+
+
+def _samples_matrixmul(tmp: Path) -> Path | None:
+    """cuda-samples' matrixMul (BSD-3, NVIDIA) from a local snapshot, copied at test time
+    (not shipped here): its CMake build sets CUDA_SEPARABLE_COMPILATION (-rdc=true)."""
+    if not (SAMPLES / "HEAD").exists() and not (SAMPLES / ".git").exists():
+        return None
+    git = shutil.which("git")
+    if git is None:
+        return None
+    files = {"Samples/0_Introduction/matrixMul/matrixMul.cu": "matrixMul/matrixMul.cu"}
+    files.update({f"Common/{h}": f"Common/{h}" for h in (
+        "helper_cuda.h", "helper_functions.h", "helper_string.h", "helper_image.h",
+        "helper_timer.h", "exception.h")})
+    for src, dst in files.items():
+        r = subprocess.run([git, "-C", str(SAMPLES), "show", f"HEAD:{src}"], capture_output=True)
+        if r.returncode != 0:
+            return None
+        (tmp / dst).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / dst).write_bytes(r.stdout)
+    return tmp / "matrixMul" / "matrixMul.cu"
+
+
+def test_cuda_samples_matrixmul_with_its_cmake_flags(tmp_path: Path) -> None:
+    _need(nvcc_path(), "nvcc")
+    src = _samples_matrixmul(tmp_path)
+    if src is None:
+        pytest.skip("no local cuda-samples snapshot")
+    m = tmp_path / "m.yaml"
+    m.write_text("devices: [a100, h100]\ninclude_dirs: [Common]\n"
+                 "flags: [-Wno-deprecated-gpu-targets, -lineinfo, --extended-lambda, -std=c++17, "
+                 "-rdc=true]\nkernels:\n"
+                 "  - {name: mm32, source: matrixMul/matrixMul.cu, function: MatrixMulCUDA<32>, "
+                 "block: [32, 32]}\n"
+                 "  - {name: mm16, source: matrixMul/matrixMul.cu, function: MatrixMulCUDA<16>, "
+                 "block: [16, 16]}\n")
+    verdicts = evaluate(load_manifest(m), CheckResolver())
+    assert all(v.status == "pass" for v in verdicts), [v.problems for v in verdicts]
+    for v in verdicts:
+        arch = "sm_80" if v.device == "a100" else "sm_90"
+        _, _, log = rdc_by_hand(arch, [src], tmp_path, f"-I{tmp_path / 'Common'}", "-lineinfo")
+        truth = nvlink_says(log, arch)
+        assert v.resources is not None
+        assert truth[v.resources.function] == (v.registers_per_thread,
+                                               v.resources.static_shared_memory)
+        assert v.resources.static_shared_memory == (8192 if v.kernel == "mm32" else 2048)
+
+
+def test_resources_for_device_of_a_fatbin_with_relocatable_code(tmp_path: Path) -> None:
+    """An object from nvcc -dc holds a relocatable fatbin: linked here per arch."""
+    _need(nvcc_path(), "nvcc")
+    _need(cuda_tool("cuobjdump"), "cuobjdump")
+    nvcc = nvcc_path()
+    assert nvcc
+    obj = tmp_path / "k.o"
+    subprocess.run([nvcc, "-dc", "-arch=sm_80", str(RDC / MM), "-DNO_SCALED_COPY", "-o", str(obj)],
+                   check=True, capture_output=True)
+    img = read_binary(str(obj), "k.o", obj.read_bytes())
+    res = resources_for_device(img, load_device("a100"), "k.o")
+    assert res["_Z12tiled_matmulILi32EEvPfPKfS2_ii"].static_shared_memory == 8192
+
+
+def test_starter_manifest_keeps_include_dirs_and_flags_and_checks_as_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _need(nvcc_path(), "nvcc")
+    import yaml
+    from click.testing import CliRunner
+
+    from occupancy.cli import main
+
+    project = ROOT / "tests" / "fixtures" / "project"
+    monkeypatch.chdir(project)  # relative paths in, absolute paths out
+    r = CliRunner().invoke(main, ["resources", "src/kernels.cu", "-I", "include", "--flag",
+                                  "-DUSE_BIG_TILE=1", "--flag", "-Xcompiler", "--flag",
+                                  "-fopenmp", "-d", "a100", "--manifest"])
+    assert r.exit_code == 0, r.output
+    m = tmp_path / "elsewhere" / "starter.yaml"
+    m.parent.mkdir()
+    m.write_text(r.stdout)
+    doc = yaml.safe_load(r.stdout)
+    names = [k["name"] for k in doc["kernels"]]
+    assert len(names) == len(set(names)) == 6, names
+    assert {"tiled_transpose_32_true", "tiled_transpose_16_false"} <= set(names)
+    assert doc["flags"] == ["-DUSE_BIG_TILE=1", "-Xcompiler", "-fopenmp"]
+    verdicts = evaluate(load_manifest(m), CheckResolver())
+    assert len(verdicts) == 6 and all(v.status != "error" for v in verdicts), \
+        [v.problems for v in verdicts]
+    (staged,) = [v for v in verdicts if v.kernel == "staged"]
+    assert staged.resources and staged.resources.static_shared_memory == 16384  # the -D kept
+
+
+# --- flags as real builds write them --------------------------------------------------------
+
+HOST_ONLY = ["-Wno-deprecated-gpu-targets", "-Xcompiler", "-fopenmp", "-Xcompiler=-Wall,-O2",
+             "--compiler-options=-fPIC", "-Werror", "all-warnings", "-lineinfo", "-Xlinker",
+             "-rpath", "--diag-suppress=177", "-Xcudafe", "--diag_suppress=550",
+             "--default-stream", "per-thread", "-Xptxas", "-v", "-lcublas", "-lcublasLt"]
+
+
+def test_host_only_flags_are_accepted_and_compile() -> None:
+    from occupancy.inputs.flags import check_flags
+
+    flags, defines = check_flags(HOST_ONLY, "t")
+    assert "-Xcompiler=-fopenmp" in flags and "-Werror=all-warnings" in flags and not defines
+    _need(nvcc_path(), "nvcc")
+    found = compile_build(make_build(RDC / MM, "sm_80", flags=HOST_ONLY,
+                                     defines={"NO_SCALED_COPY": 1}))
+    assert found["_Z12tiled_matmulILi32EEvPfPKfS2_ii"].static_shared_memory == 8192
+
+
+@pytest.mark.parametrize("bad", [
+    ["-Xcompiler", "-B/tmp/evil"], ["-Xcompiler=-fplugin=/tmp/x.so"], ["-Xcompiler=@opts"],
+    ["-Xcompiler=-specs=/tmp/s"], ["-Xcompiler=-o,/tmp/x"], ["-Xcompiler=-Wl,-rpath,/x"],
+    ["-Xcompiler=-save-temps"], ["-Xcompiler=-fdump-tree-all"], ["-Xcompiler=-wrapper,/bin/sh"],
+    ["-Xcompiler=-Wp,-MD,/tmp/d"], ["-ccbin", "/tmp/cc"], ["-Xcompiler"], ["-o", "x"],
+    ["-Werror", "everything"],
+])
+def test_host_flags_that_run_programs_or_write_files_are_refused(bad: list[str]) -> None:
+    from occupancy.core.errors import OccupancyError
+    from occupancy.inputs.flags import check_flags
+
+    with pytest.raises(OccupancyError) as e:
+        check_flags(bad, "t")
+    assert "\n" not in str(e.value)
+
+
+def test_nvrtc_gets_its_own_spelling_and_errors_name_the_real_blocker(tmp_path: Path) -> None:
+    from occupancy.core.errors import OccupancyError
+    from occupancy.inputs.flags import nvrtc_flags
+
+    assert nvrtc_flags(("--extended-lambda", "--expt-relaxed-constexpr", "-Xcompiler=-fopenmp",
+                        "-Wno-deprecated-gpu-targets", "--use_fast_math", "-lineinfo")) == \
+        ["--use_fast_math", "-lineinfo"]
+    _need(nvrtc_compiler(), "NVRTC")
+    lam = tmp_path / "lam.cu"
+    lam.write_text("__global__ void k(float* x) {\n"
+                   "  auto f = [] __device__ (float v) { return 2 * v; };\n  x[0] = f(x[1]);\n}\n")
+    with pytest.raises(OccupancyError) as e:
+        compile_build(make_build(lam, "sm_61", flags=["--extended-lambda",
+                                                      "--expt-relaxed-constexpr"]))
+    msg = str(e.value)
+    assert "unrecognized option" not in msg and "lambdas" in msg and "CUDA 12" in msg
+    assert "compilers: {sm_61:" in msg
+    host = tmp_path / "host.cu"
+    host.write_text("#include <stdio.h>\n__global__ void k(float* x) { x[0] = 1; }\n"
+                    "int main() { printf(\"hi\\n\"); }\n")
+    with pytest.raises(OccupancyError) as e:
+        compile_build(make_build(host, "sm_70", flags=["--extended-lambda"]))
+    assert "this file has host code" in str(e.value) and "sm_70 then needs a CUDA 12 nvcc" in str(e.value)
+
+
+# --- the compiler per architecture ----------------------------------------------------------
+
+def test_manifest_names_the_nvcc_per_arch(tmp_path: Path) -> None:
+    nvcc = nvcc_path()
+    _need(nvcc, "nvcc")
+    m = tmp_path / "m.yaml"
+    m.write_text(f"devices: [a100, v100]\ncompilers: {{sm_80: {nvcc}, sm_70: {nvcc}}}\n"
+                 f"kernels:\n  - name: mm\n    source: {RDC / MM}\n    function: tiled_matmul<16>\n"
+                 "    defines: {NO_SCALED_COPY: 1}\n    block: [16, 16]\n")
+    a100, v100 = evaluate(load_manifest(m), CheckResolver())
+    assert a100.status == "pass" and a100.registers_source.startswith("nvcc")
+    assert v100.status == "error"  # nvcc 13 cannot build sm_70: said, not worked around
+    assert f"compilers.sm_70: {nvcc} is CUDA" in v100.problems[0]
+    assert "which does not target sm_70" in v100.problems[0]
+
+
+def test_other_cuda_installs_build_the_archs_the_main_nvcc_cannot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from occupancy.build import compilers
+
+    fake = tmp_path / "cuda-12.4" / "bin"
+    fake.mkdir(parents=True)
+    for tool in ("nvcc", "ptxas"):
+        (fake / tool).write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.4, V12.4.131'\n")
+        (fake / tool).chmod(0o755)
+    monkeypatch.setattr(compilers, "CUDA_ROOTS", str(tmp_path / "cuda-*"))
+    for f in (compilers.other_nvccs, compilers.nvcc_at, compilers.nvcc_compiler):
+        f.cache_clear()
+    try:
+        c = compilers.compiler_for("sm_61")
+        assert c is not None and c.kind == "nvcc" and c.version == "12.4"
+        assert c.path == str(fake / "nvcc")
+        main = compilers.nvcc_compiler()
+        if main is not None and main.targets(90):
+            assert compilers.compiler_for("sm_90") == main  # the user's nvcc first
+    finally:
+        for f in (compilers.other_nvccs, compilers.nvcc_at, compilers.nvcc_compiler):
+            f.cache_clear()
+
+
+# --- the build cache ------------------------------------------------------------------------
+
+def test_four_cold_parallel_builds_of_one_file_twenty_times(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nvcc -keep writes X.cudafe1.c, X.cpp4.ii, ... named after the source: every build has
+    its own folder (cwd, -keep-dir and TMPDIR), so cold builds of one file never collide; the
+    template instance makes all four write the one instantiating wrapper at once."""
+    _need(nvcc_path(), "nvcc")
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = tmp_path / "k.cu"
+    src.write_text((RDC / MM).read_text())
+    for i in range(20):
+        monkeypatch.setenv("OCCUPANCY_CACHE_DIR", str(tmp_path / f"cache{i}"))
+        builds = [make_build(src, "sm_80", defines={"NO_SCALED_COPY": 1, "COPY": j},
+                             name_expressions=["tiled_matmul<16>"]) for j in range(4)]
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(compile_build, builds))
+        assert all(r["_Z12tiled_matmulILi16EEvPfPKfS2_ii"].static_shared_memory == 2048
+                   for r in results), i
+
+
+def test_failures_are_cached_until_a_file_changes(tmp_path: Path) -> None:
+    _need(nvcc_path(), "nvcc")
+    from occupancy.build import builds
+    from occupancy.build.resources import CompileError
+
+    src = tmp_path / "bad.cu"
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "cfg.h").write_text("#define BROKEN }\n")
+    src.write_text('#include "cfg.h"\n__global__ void k(float* x) { x[0] = 1; BROKEN }\n')
+    b = make_build(src, "sm_80", include_dirs=[str(tmp_path / "inc")])
+    calls = []
+    real = builds._nvcc_build
+
+    def counting(*a: object) -> object:
+        calls.append(1)
+        return real(*a)  # type: ignore[arg-type]
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(builds, "_nvcc_build", counting):
+        for _ in range(3):
+            with pytest.raises(CompileError) as e:
+                compile_build(b)
+            assert "expected a declaration" in str(e.value) or "error" in str(e.value)
+        assert len(calls) == 1  # the same error, from the cache
+        (tmp_path / "inc" / "cfg.h").write_text("#define BROKEN\n")  # the header is fixed
+        assert "_Z1kPf" in compile_build(b)
+        assert len(calls) == 2
+
+
+def test_a_header_that_shadows_the_recorded_one_invalidates_the_cache(tmp_path: Path) -> None:
+    """The cache recorded include/b/tile.h; a tile.h added later to include/a (searched
+    first) is what the compiler now reads: the cached 8-register answer must not be kept."""
+    _need(nvcc_path(), "nvcc")
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (b / "tile.h").write_text("#define TILE 1\n")
+    src = tmp_path / "k.cu"
+    src.write_text('#include <tile.h>\n__global__ void k(float* x) {\n'
+                   '  __shared__ float s[TILE * 1024];\n  s[threadIdx.x] = x[threadIdx.x];\n'
+                   '  __syncthreads();\n  x[threadIdx.x] = s[(threadIdx.x * 7) % (TILE * 1024)];\n}\n')
+    build = make_build(src, "sm_80", include_dirs=[str(a), str(b)])
+    assert compile_build(build)["_Z1kPf"].static_shared_memory == 4096
+    (a / "tile.h").write_text("#define TILE 4\n")
+    assert compile_build(build)["_Z1kPf"].static_shared_memory == 16384
+
+
+# --- kernel names as launches write them ----------------------------------------------------
+
+def test_names_with_macros_defaults_and_deduced_types_match_one_completion() -> None:
+    from occupancy.build.names import match_kernel
+    from occupancy.core.errors import OccupancyError
+
+    built = {"_Z1aILi32EEvv": "void norm_f32<32>()",
+             "_Z1bILi1024ELb0ELb0EEvv": "void rms_norm_f32<1024, false, false>()",
+             "_Z1cILb1ELi0ELi0E6__halfEvv": "void soft_max_f32<true, 0, 0, __half>()",
+             "_Z1dILb0ELi0ELi0E6__halfEvv": "void soft_max_f32<false, 0, 0, __half>()",
+             "_Z1dILb0ELi0ELi0EfEvv": "void soft_max_f32<false, 0, 0, float>()"}
+    macros = {"WARP_SIZE": "32", "HALF": "(WARP_SIZE * 64)"}
+    assert match_kernel("norm_f32<WARP_SIZE>", built, "k", macros) == "_Z1aILi32EEvv"
+    assert match_kernel("rms_norm_f32<HALF/2, false>", built, "k", macros) == \
+        "_Z1bILi1024ELb0ELb0EEvv"
+    assert match_kernel("soft_max_f32<true, 0, 0>", built, "k") == "_Z1cILb1ELi0ELi0E6__halfEvv"
+    with pytest.raises(OccupancyError) as e:
+        match_kernel("soft_max_f32<false, 0, 0>", built, "k")
+    assert "matches 2 kernels" in str(e.value) and "float>()" in str(e.value)
+    with pytest.raises(OccupancyError) as e:
+        match_kernel("norm_f32<WARP>", built, "k", macros)
+    assert "no kernel 'norm_f32<WARP>'" in str(e.value)
+
+
+def test_names_as_launches_write_them_from_a_real_build() -> None:
+    _need(nvcc_path(), "nvcc")
+    verdicts = evaluate(load_manifest(ROOT / "tests" / "fixtures" / "names" / "launches.yaml"),
+                        CheckResolver())
+    got = {v.kernel: v for v in verdicts if v.device == "a100"}
+    assert got["norm_warp"].resources and got["norm_warp"].resources.static_shared_memory == 128
+    assert got["norm_block"].resources and got["norm_block"].resources.static_shared_memory == 256
+    assert got["rms_norm"].status == "pass" and got["rms_norm"].resources
+    assert "rms_norm_f32<1024, false, false>" in got["rms_norm"].resources.demangled
+    assert got["soft_max"].status == "pass"
+    bad = got["soft_max_two"]
+    assert bad.status == "error" and "matches 2 kernels" in bad.problems[0]
