@@ -99,17 +99,18 @@ class TritonSpec:
         for name, kind in self.signature.items():
             if kind.startswith("*"):
                 continue
-            if name in self.values:
-                out[name] = self.values[name](env)
-            else:
-                out[name] = point[name]
+            v = self.values[name](env) if name in self.values else point[name]
+            if kind[:2] not in ("fp", "bf") and isinstance(v, float) and v.is_integer():
+                v = int(v)  # ceil(M / 16) * 16 is a whole number
+            out[name] = v
         return out
 
     def grid_size(self, config: Mapping[str, Any], point: Mapping[str, int]) -> int | None:
-        """Programs in the grid (x * y * z), or None without a `grid:`."""
+        """Programs in the grid (x * y * z), or None without a `grid:` (its expressions read
+        the problem, constexprs, the config and the arguments' values)."""
         if not self.grid:
             return None
-        env = self.env(config, point)
+        env = {**self.env(config, point), **self.call_values(config, point)}
         n = 1
         for g in self.grid:
             n *= max(int(g(env)), 1)
@@ -252,7 +253,7 @@ class _Entry:
         for j, c in enumerate(raw):
             out.append(self._config(c, f"configs[{j}]", self.line("configs", j)))
             lines.append(self.line("configs", j))
-        return _unique(out, lines)
+        return (*_unique(out, lines), None)
 
     def config_file(self, raw: str) -> tuple[list[dict[str, int]], list[int], str]:
         if "\x00" in raw or not raw:
@@ -396,7 +397,7 @@ class _Entry:
                 raise self.fail("signature", f"{arg} ({kind}) needs a value: add it to "
                                 "'problem:' or 'values:' (its specialization depends on it: "
                                 "1, or divisible by 16)", arg)
-        grid = self.grid(known)
+        grid = self.grid(known | set(values))
         devices = (device_names(self.e["devices"], self.line("devices"))
                    if "devices" in self.e else default_devices)
         kfloor = (fraction(self.e["min_occupancy"], "min_occupancy", self.line("min_occupancy"))
