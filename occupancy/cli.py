@@ -369,6 +369,8 @@ def _check_inputs(m: Any) -> list[str]:
     files = [m.path]
     for spec in m.kernels:
         files += [f for f in (spec.source, spec.ptxas_log, spec.cubin) if f]
+    for t in getattr(m, "triton", ()):
+        files += [f for f in (t.module, t.config_file) if f]
     files += [d.path for d in m.devices.values() if d.path]
     return files
 

@@ -9,8 +9,9 @@ every other pair is still judged. Resources come from a resolver the caller pass
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from occupancy.build.resolve import given_resources
 from occupancy.build.resources import KernelResources
@@ -31,6 +32,7 @@ class Verdict:
     problems: tuple[str, ...]
     result: OccupancyResult | None = None
     resources: KernelResources | None = None
+    config: Mapping[str, Any] | None = None  # a Triton config's parameters
 
     @property
     def ok(self) -> bool:
@@ -111,7 +113,8 @@ def evaluate(manifest: Manifest, resolve: Resolver | None = None,
              ) -> list[Verdict]:
     """Every kernel on every device it targets, in manifest order; an entry, device or
     compile that fails is an error verdict, and the others are still judged.
-    `prepare` sees every (spec, device) pair first (the toolchain compiles them in parallel)."""
+    `prepare` sees every (spec, device) pair first (the toolchain compiles them in parallel).
+    Triton entries give one verdict per config x device (gate/triton_check.py)."""
     pairs = [(s, manifest.devices[d]) for s in manifest.kernels if s.error is None
              for d in s.devices if d in manifest.devices]
     if prepare is not None:
@@ -131,6 +134,11 @@ def evaluate(manifest: Manifest, resolve: Resolver | None = None,
                 out.append(verdict(spec, dev, res))
             except OccupancyError as exc:
                 out.append(error_verdict(spec, dev.key, str(exc)))
+    if manifest.triton:
+        from occupancy.gate.triton_check import triton_verdicts
+
+        out += triton_verdicts(manifest)
+        out.sort(key=lambda v: v.line)  # stable: manifest order, each entry's own order kept
     return out
 
 
