@@ -422,8 +422,9 @@ def _swept(problem: Mapping[str, tuple[int, ...]]) -> str | None:
 
 def _unique(configs: list[dict[str, int]], lines: list[int]
             ) -> tuple[list[dict[str, int]], list[int]]:
-    """Each config once, in first-seen order (a config file repeats them across sizes)."""
-    seen: dict[tuple[tuple[str, int], ...], int] = {}
+    """Each config once, in first-seen order and as written (a config file repeats them
+    across sizes)."""
+    seen: dict[tuple[tuple[str, int], ...], tuple[dict[str, int], int]] = {}
     for c, ln in zip(configs, lines, strict=True):
-        seen.setdefault(tuple(sorted(c.items())), ln)
-    return [dict(k) for k in seen], list(seen.values())
+        seen.setdefault(tuple(sorted(c.items())), (c, ln))
+    return [c for c, _ in seen.values()], [ln for _, ln in seen.values()]
