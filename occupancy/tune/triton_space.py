@@ -204,8 +204,8 @@ def table_row(tile: DeviceTile) -> dict[str, Any]:
         ranked = sorted((c for c in tile.configs if c.by_size[m].rank is not None),
                         key=lambda c: c.by_size[m].rank or 0)
         order[str(m)] = [c.key for c in ranked]
-        predicted[str(m)] = {c.key: c.by_size[m].predicted_ms for c in ranked
-                             if c.by_size[m].predicted_ms is not None}  # type: ignore[misc]
+        times = {c.key: c.by_size[m].predicted_ms for c in ranked}
+        predicted[str(m)] = {k: t for k, t in times.items() if t is not None}
     names = sorted({dev.name, dev.name.replace(" ", "_"), dev.key, *dev.aliases})
     return {"names": names, "cc": dev.compute_capability, "configs": configs, "order": order,
             "predicted_ms": predicted}
