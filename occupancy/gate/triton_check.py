@@ -15,7 +15,7 @@ from occupancy.build.triton import TritonKernel, occupancy, out_of_resources
 from occupancy.build.triton_entry import INSTALL, EntryKernels, compile_entry
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
-from occupancy.gate.check import Verdict, verdict
+from occupancy.gate.judge import Verdict, verdict
 from occupancy.inputs.manifest import KernelSpec, Manifest
 from occupancy.inputs.manifest.triton import TritonSpec
 from occupancy.inputs.safety import inert
