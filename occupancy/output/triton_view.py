@@ -55,16 +55,17 @@ def device_view(tile: TritonTile, d: DeviceTile) -> RenderableType:
                 f"{dev.compute_capability.replace('.', '')}): {len(d.configs)} configs, "
                 f"Triton {inert(tile.triton_version)}", style="bold")
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
-    unit = " ms" if d.model == "gemm" else " rank"
-    sizes = [f"{inert(tile.key)}={m}{unit}" for m in d.sizes]
-    for col in (*HEAD, *sizes):
+    spills = any(c.compiled and c.first.spills for c in d.configs)
+    head_cols = [h for h in HEAD if spills or h != "spill"]
+    sizes = [f"{inert(tile.key)}={m}" for m in d.sizes]
+    for col in (*head_cols, *sizes):
         t.add_column(col, justify="left" if col in ("config", "fits") else "right",
-                     no_wrap=col != "config", min_width=12 if col == "config" else None,
-                     overflow="fold")
+                     no_wrap=col != "config", min_width=12 if col == "config" else None)
     for c in d.configs:
         s = c.first
-        res = ([f"{s.shared:,}", str(s.registers), str(s.spills), str(s.programs_per_sm),
-                f"{s.occupancy * 100:.1f}%"] if c.compiled else ["-"] * 5)
+        res = ([f"{s.shared:,}", str(s.registers), *([str(s.spills)] if spills else []),
+                str(s.programs_per_sm), f"{s.occupancy * 100:.1f}%"] if c.compiled
+               else ["-"] * (len(head_cols) - 3))
         t.add_row(str(c.index), inert(_short(c.config)), *res, _loads(c),
                   *[_cell(c, m, d.model) for m in d.sizes])
     parts: list[RenderableType] = [head, t]
@@ -74,7 +75,11 @@ def device_view(tile: TritonTile, d: DeviceTile) -> RenderableType:
         pick = (f"config {best.index} ({inert(_short(best.config))})" if best
                 else "none fits")
         parts.append(Text(f"best at {inert(tile.key)}={m}: {pick}"))
-    parts.append(Text(inert(d.note), style="dim"))
+    if not spills:
+        parts.append(Text("no config spills registers here"))
+    what = (f"{inert(tile.key)}=N: predicted ms #rank" if d.model == "gemm"
+            else f"{inert(tile.key)}=N: #rank")
+    parts.append(Text(f"{what}; {inert(d.note)}", style="dim"))
     return Group(*parts)
 
 

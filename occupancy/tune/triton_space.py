@@ -138,8 +138,8 @@ def _gemm_model(spec: TritonSpec) -> tuple[Callable[[TritonKernel, Device, dict[
         return predict_gemm_ms(k, dev, p)
 
     what = "fused-MoE grouped GEMM" if experts > 1 else "tiled GEMM"
-    return predict, f"predicted time: the {what} model (tune/triton_rank.py); it ranks, it " \
-                    "does not promise absolute times"
+    return predict, f"times from the {what} model (tune/triton_rank.py): they rank, " \
+                    "they are not promises"
 
 
 def _size_result(spec: TritonSpec, k: TritonKernel, dev: Device, config: dict[str, int],
