@@ -308,3 +308,18 @@ def test_hostile_names_are_escaped(checked: dict[str, Any], tmp_path: Path) -> N
     r = CliRunner().invoke(main, ["check", str(tmp_path / "m.yaml")])
     assert r.exit_code == 0, r.output
     assert "\x1b" not in r.output and "\u202e" not in r.output
+
+
+def test_a_module_that_does_not_import(tmp_path: Path) -> None:
+    _needs_triton()
+    (tmp_path / "k.py").write_text("import triton\ndef broken(:\n")
+    m = tmp_path / "m.yaml"
+    m.write_text("devices: [h200]\nkernels:\n" + BASE.replace("kern", "broken")
+                 + "    configs: [{num_warps: 4}]\n  - {name: cuda, block: 256, registers: 32}\n")
+    r = CliRunner().invoke(main, ["tile", str(m), "--kernel", "k", "-d", "h200"])
+    assert r.exit_code == 2 and r.output.count("\n") == 1
+    assert "k.py does not import: SyntaxError" in r.output
+    r = CliRunner().invoke(main, ["check", str(m), "--json"])
+    assert r.exit_code == 2
+    got = {v["kernel"]: v["status"] for v in json.loads(r.stdout)["results"]}
+    assert got == {"k": "error", "cuda": "pass"}

@@ -73,11 +73,27 @@ def describe_calls(spec: TritonSpec) -> dict[str, tuple[dict[str, Any], list[tup
     return groups
 
 
+def _load(spec: TritonSpec) -> None:
+    """Import the entry's module here first, so that a module that does not import is one
+    line naming it, not a traceback (build/triton.py keeps the loaded module)."""
+    from occupancy.build.triton import KernelRef
+
+    try:
+        KernelRef(spec.function, "", spec.module).load()
+    except OccupancyError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the user's module raises
+        first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
+        raise OccupancyError(f"kernel '{spec.name}': {spec.shown_module} does not import: "
+                             f"{type(exc).__name__}: {first}"[:400]) from None
+
+
 def compile_entry(spec: TritonSpec, ccs: Sequence[str], *, jobs: int | None = None,
                   cache: bool = True, timeout: float | None = 600) -> EntryKernels:
     """Every config of the entry for every target cc ('9.0'); CompilerUnavailable (one
     line: pip install 'occupancy[triton]') where Triton is not installed."""
     version = triton_version()
+    _load(spec)
     consts = triton_constexprs(spec.constexprs)
     ccs = tuple(dict.fromkeys(ccs))
     out = EntryKernels(spec, ccs, version)
