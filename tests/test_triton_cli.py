@@ -152,6 +152,15 @@ def test_malformed_config_file(tmp_path: Path, text: str, message: str) -> None:
     assert e.value.line == 7 and "c.json" in str(e.value)
 
 
+def test_measure_says_triton_entries_are_not_timed_yet() -> None:
+    from occupancy.inputs.manifest.tuning import load_tuning
+
+    with pytest.raises(ManifestError, match="is a triton entry: occupancy tile and occupancy "
+                       "check take it") as e:
+        load_tuning(MANIFEST, "softmax")
+    assert e.value.line == 23
+
+
 def test_load_manifest_keeps_triton_entries_apart(tmp_path: Path) -> None:
     m = _write(tmp_path, "  - {name: cuda, block: 256, registers: 32}\n" + BASE
                + "    configs: [{num_warps: 4}]\n  - name: broken\n    triton: k.py:kern\n"
