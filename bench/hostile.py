@@ -1,7 +1,14 @@
-"""A hostile run: >= 500 generated inputs across every command, each in a fresh folder.
+"""A hostile run: >= 500 generated inputs across every command, each in a fresh folder, then
+the round-2 attacks of issue 21 (fatbin bombs, injected names, files that are not profiles,
+bounded work, function names, expression values, stores, closed or full stdout, profile
+chains, PTX size, includes of devices) and signals sent mid-compile.
 
 Counts commands executed (a marker file a payload would create), files written outside the
-output or replaced, runs over 5 s, and tracebacks. Writes bench/results/hostile.json.
+output or replaced, hangs (runs killed at the time limit), runs over 5 s, tracebacks, NaN
+or Infinity in JSON output, workflow commands / escapes / bidi characters that reach text
+output, secrets echoed from a file that is not a profile, peak memory of any process a run
+started (this tool or a compiler), and, after SIGINT/SIGTERM mid-compile, children left
+running and temporary folders left behind. Writes bench/results/hostile.json.
 Run: python bench/hostile.py [--n 600]
 """
 
@@ -11,11 +18,18 @@ import argparse
 import json
 import os
 import random
+import re
+import resource
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hostile_round2 import CASES, STDOUT, injected, signal_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = (ROOT / "tests" / "fixtures" / "project" / "src" / "kernels.cu").read_text()
@@ -84,60 +98,114 @@ def case(rng: random.Random, d: Path) -> list[str]:
     return rng.choice([["resources", "bin"], ["resources", "bin", "--arch", "sm_80"]])
 
 
+def _run(args: list[str], d: Path, env: dict[str, str], tally: dict[str, Any],
+         bad: list[dict[str, object]], stdout: Any = subprocess.PIPE,
+         close_stdout: bool = False) -> None:
+    """One run of the CLI in `d`, judged on every count."""
+    before = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run([sys.executable, "-m", "occupancy", *args], cwd=d, env=env,
+                           stdout=stdout, stderr=subprocess.PIPE, text=True, errors="replace",
+                           timeout=60, stdin=subprocess.DEVNULL,
+                           preexec_fn=(lambda: os.close(1)) if close_stdout else None)
+        rc, out, err = r.returncode, r.stdout or "", r.stderr
+    except subprocess.TimeoutExpired:
+        rc, out, err = -1, "", "timeout"
+    except ValueError:  # a NUL in an argument: the OS refuses it before we run
+        return
+    wall = time.monotonic() - t0
+    tally["inputs"] += 1
+    tally["exit_codes"][str(rc)] = tally["exit_codes"].get(str(rc), 0) + 1
+    problems = []
+    if any(p.name.startswith("PWNED") for p in d.rglob("*")) or Path("/tmp/PWNED").exists():
+        tally["commands_executed"] += 1
+        problems.append("executed")
+    after = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
+    allowed = {"out.txt", "r.md", "r.html"}
+    if any(after.get(k) != v for k, v in before.items()) or \
+            not set(after) - set(before) <= allowed | {"-"}:
+        tally["files_outside_or_replaced"] += 1
+        problems.append("files")
+    checks = [(rc == -1, "hangs", "hang"), (wall > 5, "over_5_s", f"slow {wall:.1f}s"),
+              ("Traceback" in err, "tracebacks", "traceback"),
+              (re.search(r"\bNaN\b|-?Infinity\b", out) is not None and out.lstrip()[:1] in "{[",
+               "nan_in_json", "NaN in JSON"),
+              ("github" not in args and injected(out) or injected(err), "injections", "injection"),
+              ("SECRET" in out + err or "saltsalt" in out + err, "secrets_echoed", "echoed")]
+    for cond, key, what in checks:
+        if cond:
+            tally[key] += 1
+            problems.append(what)
+    if problems:
+        bad.append({"args": [a[:80] for a in args], "problems": problems, "stderr": err[-400:]})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=600)
     ap.add_argument("--seed", type=int, default=20261130)
     a = ap.parse_args()
     rng = random.Random(a.seed)
-    tally = {"inputs": 0, "commands_executed": 0, "files_outside_or_replaced": 0,
-             "over_5_s": 0, "tracebacks": 0, "exit_codes": {}}
+    tally: dict[str, Any] = {
+        "inputs": 0, "commands_executed": 0, "files_outside_or_replaced": 0, "hangs": 0,
+        "over_5_s": 0, "tracebacks": 0, "nan_in_json": 0, "injections": 0, "secrets_echoed": 0,
+        "exit_codes": {}}
     bad: list[dict[str, object]] = []
-    env = {**os.environ, "OCCUPANCY_CACHE_DIR": tempfile.mkdtemp(prefix="occ-hostile-cache-")}
+    cache = tempfile.mkdtemp(prefix="occ-hostile-cache-")
+    # This checkout's code, whatever the cwd (an editable install may point elsewhere).
+    env = {**os.environ, "OCCUPANCY_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
+    t0 = time.monotonic()
     for _ in range(a.n):
         with tempfile.TemporaryDirectory(prefix="occ-hostile-") as tmp:
             d = Path(tmp)
-            args = case(rng, d)
-            before = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
-            t0 = time.monotonic()
-            try:
-                r = subprocess.run([sys.executable, "-m", "occupancy", *args], cwd=d, env=env,
-                                   capture_output=True, text=True, errors="replace", timeout=30,
-                                   stdin=subprocess.DEVNULL)
-                rc, err = r.returncode, r.stderr
-            except subprocess.TimeoutExpired:
-                rc, err = -1, "timeout"
-            except ValueError:  # a NUL in an argument: the OS refuses it before we run
-                continue
-            wall = time.monotonic() - t0
-            tally["inputs"] += 1
-            tally["exit_codes"][str(rc)] = tally["exit_codes"].get(str(rc), 0) + 1  # type: ignore[index]
-            problems = []
-            if any(p.name.startswith("PWNED") for p in d.rglob("*")) or Path("/tmp/PWNED").exists():
-                tally["commands_executed"] += 1
-                problems.append("executed")
-            after = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
-            allowed = {"out.txt", "r.md", "r.html"}
-            if any(after.get(k) != v for k, v in before.items()) or \
-                    set(after) - set(before) - allowed - {"-"}:
-                if not set(after) - set(before) <= allowed | {"r-charts"}:
-                    tally["files_outside_or_replaced"] += 1
-                    problems.append("files")
-            if wall > 5:
-                tally["over_5_s"] += 1
-                problems.append(f"slow {wall:.1f}s")
-            if "Traceback" in err:
-                tally["tracebacks"] += 1
-                problems.append("traceback")
-            if problems:
-                bad.append({"args": args, "problems": problems, "stderr": err[-400:]})
+            _run(case(rng, d), d, env, tally, bad)
+    generated = tally["inputs"]
+    # Warm the compile cache for the shipped families (tile matmul compiles them once: a
+    # cold cache is legitimate work, not an attack).
+    subprocess.run([sys.executable, "-m", "occupancy", "tile", "matmul", "-d", "a100"], env=env,
+                   capture_output=True, timeout=600)
+    round2 = []
+    for name, make in CASES:
+        with tempfile.TemporaryDirectory(prefix="occ-hostile-") as tmp:
+            d = Path(tmp)
+            args = make(d)
+            run_env = {**env, "OCCUPANCY_PROFILES": str(d / "profs")} if (d / "profs").is_dir() \
+                else env
+            n_bad, before = len(bad), dict(tally["exit_codes"])
+            _run(args, d, run_env, tally, bad)
+            rc = next((k for k, v in tally["exit_codes"].items() if v != before.get(k, 0)), "?")
+            round2.append({"case": name, "exit": rc})
+            for b in bad[n_bad:]:
+                b["case"] = name
+    for how, args in STDOUT.items():
+        with tempfile.TemporaryDirectory(prefix="occ-hostile-") as tmp:
+            d = Path(tmp)
+            if how == "/dev/full":
+                with open("/dev/full", "w") as full:
+                    _run(args, d, env, tally, bad, stdout=full)
+            else:
+                _run(args, d, env, tally, bad, close_stdout=True)
+    signals = []
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGTERM, signal.SIGINT):
+        with tempfile.TemporaryDirectory(prefix="occ-hostile-sig-") as tmp:
+            signals.append(signal_run(Path(tmp), sig, env))
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    out = {"date": time.strftime("%Y-%m-%d"), "commit": commit, "seed": a.seed, **tally,
+    out = {"date": time.strftime("%Y-%m-%d"), "commit": commit, "seed": a.seed,
+           "generated_inputs": generated, "round2_inputs": tally["inputs"] - generated, **tally,
+           "peak_memory_mb": round(peak_kb / 1024, 1),
+           "signal_runs": len(signals),
+           "children_left_after_signal": sum(int(s["children_left"]) for s in signals),  # type: ignore[call-overload]
+           "temp_dirs_left_after_signal": sum(int(s["temp_dirs_left"]) for s in signals),  # type: ignore[call-overload]
+           "signal_exit_codes": [s["exit"] for s in signals],
+           "wall_s": round(time.monotonic() - t0, 1), "signals": signals, "round2": round2,
            "failures": bad[:50]}
     path = ROOT / "bench" / "results" / "hostile.json"
     path.write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in out.items() if k != "failures"}, indent=2))
+    print(json.dumps({k: v for k, v in out.items() if k not in ("failures", "signals", "round2")},
+                     indent=2))
     for b in bad[:10]:
         print(b)
 

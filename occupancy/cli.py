@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import sys
@@ -47,7 +48,10 @@ def translate_errors(f: F) -> F:
 def _console() -> Any:
     from rich.console import Console
 
-    return Console(highlight=False, markup=False, emoji=False)
+    from occupancy.inputs.safety import InertLines
+
+    return Console(file=InertLines(sys.stdout), highlight=False, markup=False,  # type: ignore[arg-type]
+                   emoji=False)
 
 
 def _emit_json(data: Any) -> None:
@@ -152,13 +156,33 @@ def _quiet_broken_pipe() -> None:
     sys.exit(EXIT_PROBLEM)
 
 
+_STREAM_ERRNOS = {errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+
+
+def _stream_failed(why: str) -> None:
+    """stdout cannot take the output (a full disk, `> /dev/full`, closed): one line, exit 2,
+    and nothing more is tried on it (no second error as Python exits)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+    except OSError:
+        pass
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the failed stream to the end
+    click.echo(f"Error: cannot write the output: {why}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
 class OneLineErrors(click.Group):
     """Usage errors too are one line: `Error: ... (see 'occupancy calc --help')`, exit 2.
     Ctrl-C exits 130 with one line; a closed stdout pipe exits without a traceback."""
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        from occupancy.build.run import Terminated, install_signal_handlers
         from occupancy.inputs.safety import one_line
 
+        install_signal_handlers()
+        if sys.stdout is None:  # started with stdout closed (`occupancy ... >&-`)
+            _stream_failed("standard output is closed")
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
         try:
@@ -176,8 +200,15 @@ class OneLineErrors(click.Group):
         except (click.Abort, KeyboardInterrupt):
             click.echo("Interrupted.", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except Terminated as exc:  # the tools' groups are ended, the temp folders gone
+            click.echo("Terminated.", err=True)
+            sys.exit(exc.exit_code)
         except BrokenPipeError:
             _quiet_broken_pipe()
+        except OSError as exc:
+            if exc.errno not in _STREAM_ERRNOS:
+                raise
+            _stream_failed(exc.strerror or str(exc))
         except ValueError as exc:
             # The OS refuses a path with a NUL byte wherever it is opened or stat'ed.
             if "null byte" not in str(exc):
@@ -188,6 +219,8 @@ class OneLineErrors(click.Group):
             sys.stdout.flush()
         except BrokenPipeError:
             _quiet_broken_pipe()
+        except OSError as exc:
+            _stream_failed(exc.strerror or str(exc))
         sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
@@ -346,8 +379,11 @@ def check(manifest: str, fmt: str, as_json: bool, output: str | None) -> None:
 
             from rich.console import Console
 
+            from occupancy.inputs.safety import InertLines
+
             buf = StringIO()
-            Console(file=buf, width=100, markup=False, emoji=False).print(
+            Console(file=InertLines(buf), width=100, markup=False,  # type: ignore[arg-type]
+                    emoji=False).print(
                 check_table(manifest, verdicts))
             write_output(output, buf.getvalue(), _check_inputs(m))
         else:
@@ -441,9 +477,7 @@ def _sets(values: tuple[str, ...]) -> dict[str, int]:
 
 @main.command()
 @click.argument("target", metavar="matmul|transpose|MANIFEST")
-@click.option("--device", "-d", "devices_", required=True, multiple=True, metavar="NAME|FILE",
-              help="Device name or alias (occupancy devices), or a profile YAML; repeat for "
-                   "a triton entry.")
+@devices_option
 @click.option("--kernel", default=None, metavar="NAME",
               help="The entry of MANIFEST to rank (one with a 'space:', or a 'triton:' entry).")
 @click.option("-n", "size", type=click.IntRange(1, INT32_MAX), default=4096, show_default=True,
@@ -452,6 +486,11 @@ def _sets(values: tuple[str, ...]) -> dict[str, int]:
               help="Override a problem size of the manifest, e.g. --set M=2048 (repeat).")
 @click.option("--max-points", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True,
               help="Refuse spaces larger than this before compiling anything.")
+@click.option("--max-compiles", type=click.IntRange(1, 100_000), default=64, show_default=True,
+              help="Refuse spaces that need more compiler runs (one per set of defines and "
+                   "24 template instances).")
+@click.option("--max-instances", type=click.IntRange(1, 1_000_000), default=256,
+              show_default=True, help="Refuse more template instances in one compile.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "kernel_tuner", "vllm"]),
               default=None, help="kernel_tuner: the pruned space as restrictions, as JSON. "
                                  "vllm (triton entries): a config file per device into -o DIR.")
@@ -463,69 +502,84 @@ def _sets(values: tuple[str, ...]) -> dict[str, int]:
               help="Triton entries: write the table make_prune_hook reads.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
 @translate_errors
-def tile(target: str, devices_: tuple[str, ...], kernel: str | None, size: int,
-         sets: tuple[str, ...], max_points: int, fmt: str | None, store: str | None,
-         output: str | None, table_path: str | None, as_json: bool) -> None:
+def tile(target: str, device: tuple[str, ...], kernel: str | None, size: int,
+         sets: tuple[str, ...], max_points: int, max_compiles: int, max_instances: int,
+         fmt: str | None, store: str | None, output: str | None, table_path: str | None,
+         as_json: bool) -> None:
     """Which tile size? The shipped families, or the tuning space of your own kernel.
 
     `occupancy tile matmul -d gtx1080 -n 4096`: every candidate of kernels/matmul.cu.
     `occupancy tile tune.yaml --kernel sgemm2d -d h200`: every point of the manifest
     entry's space, compiled for the device (registers from the real compiler), solved,
     pruned (cannot launch, spills) and ranked by the model, with the pick and why.
+    Repeat -d for several GPUs: one table each, in order (--json: a list in that order).
     `occupancy tile m.yaml --kernel fused_moe -d l4 -d rtx5090`: a triton entry's configs
     compiled offline per device, with Triton's own fit check and the rank per size.
     """
     from occupancy.inputs.profiles import load_device
 
+    devs = [load_device(d) for d in device]
     fmt = "json" if as_json else (fmt or "text")
     if kernel is not None and os.path.isfile(target):
         from occupancy.inputs.manifest.triton import find_kind
 
         if find_kind(target, kernel) == "triton":
-            _tile_triton(target, kernel, [load_device(d) for d in devices_], fmt, output,
-                         table_path)
+            _tile_triton(target, kernel, devs, fmt, output, table_path)
             return
-    if len(devices_) > 1:
-        raise InputError("-d: give one device here (several are for a triton entry)")
     if fmt == "vllm" or output or table_path:
         raise InputError("--format vllm, -o and --table are for a triton entry "
                          "(MANIFEST --kernel NAME naming a 'triton:' entry)")
-    dev = load_device(devices_[0])
-    if target in ("matmul", "transpose") and kernel is None:
-        from occupancy.output.serialize import tile_dict
-        from occupancy.tune.advisor import analyze
-
-        report = analyze(dev, target, size)
-        if fmt != "text":
-            _emit_json(tile_dict(report))
-            return
-        from occupancy.output.terminal import tile_view
-
-        _console().print(tile_view(report))
-        return
-    if kernel is None:
+    if kernel is None and target not in ("matmul", "transpose"):
         if not os.path.exists(target):
             raise InputError(f"'{target}' is neither matmul nor transpose nor a manifest file: "
                              "give a shipped family, or MANIFEST --kernel NAME")
         raise InputError(f"{target}: give --kernel NAME (a tuning entry of the manifest), or "
                          "matmul / transpose for the shipped families")
-    from occupancy.inputs.manifest.tuning import load_tuning
+    spec = None
+    if kernel is not None:
+        from occupancy.inputs.manifest.tuning import load_tuning
+
+        spec = load_tuning(target, kernel, _sets(sets))
+    dicts = []
+    for dev in devs:
+        out = _tile_one(target, dev, spec, size, (max_points, max_compiles, max_instances),
+                        fmt, store)
+        if out is not None:
+            dicts.append(out)
+    if dicts:
+        _emit_json(dicts[0] if len(dicts) == 1 else dicts)
+
+
+def _tile_one(target: str, dev: Any, spec: Any, size: int, caps: tuple[int, int, int], fmt: str,
+              store: str | None) -> dict[str, Any] | None:
+    """One device's `tile`: its JSON (returned, printed by the caller), or its table."""
+    if spec is None:
+        from occupancy.tune.advisor import analyze
+
+        report = analyze(dev, target, size)
+        if fmt != "text":
+            from occupancy.output.serialize import tile_dict
+
+            return tile_dict(report)
+        from occupancy.output.terminal import tile_view
+
+        _console().print(tile_view(report))
+        return None
+    from occupancy.tune.bounds import WorkLimits
     from occupancy.tune.spaces import points, rank
 
-    spec = load_tuning(target, kernel, _sets(sets))
-    pts, removed = points(spec, max_points)
+    pts, removed = points(spec, caps[0], WorkLimits(caps[1], caps[2]))
     rep = rank(spec, dev, pts, removed)
     stored = None
     if store:
-        from occupancy.tune.spaces import lookup
+        from occupancy.tune.store import lookup
 
         stored = lookup(store, spec, dev)
     if fmt != "text":
         from occupancy.output.serialize import tune_dict
 
-        _emit_json(tune_dict(rep, kernel_tuner=fmt == "kernel_tuner", stored=stored,
-                             store_checked=bool(store)))
-        return
+        return tune_dict(rep, kernel_tuner=fmt == "kernel_tuner", stored=stored,
+                         store_checked=bool(store))
     from occupancy.output.terminal import tune_view
 
     _console().print(tune_view(rep))
@@ -537,8 +591,9 @@ def tile(target: str, devices_: tuple[str, ...], kernel: str | None, size: int,
                 f"{k}={v}" for k, v in stored["params"].items())) +
                 f", {stored.get('median_ms', 0):.3f} ms")
         else:
-            click.echo(f"Not measured on {dev.name} ({inert(store)} has no entry): the model's "
+            click.echo(f"Not measured on {inert(dev.name)} ({inert(store)} has no entry): the model's "
                        "pick above stands")
+    return None
 
 
 def _tile_triton(manifest: str, kernel: str, devs: list[Any], fmt: str, output: str | None,
@@ -654,6 +709,10 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
               help="Only these candidates (labels as `occupancy tile` prints them).")
 @click.option("--top", type=click.IntRange(1, 10_000), default=None, metavar="K",
               help="With a MANIFEST: only the K best predicted points (default: all launchable).")
+@click.option("--budget", type=click.IntRange(1, 10_000), default=None, metavar="N",
+              help="With a MANIFEST: at most N points, chosen one at a time (the predicted "
+                   "leaders, then the points that could still beat the best measured), stopping "
+                   "once none can.")
 @click.option("--set", "sets", multiple=True, metavar="NAME=N",
               help="Override a problem size of the manifest (repeat).")
 @click.option("--store", default=None, metavar="FILE.json",
@@ -665,12 +724,13 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
               help="Also write the JSON record to this file.")
 @translate_errors
 def measure(target: str, kernel: str | None, size: int | None, tiles: str | None,
-            top: int | None, sets: tuple[str, ...], store: str | None, reps: int, as_json: bool,
-            output: str | None) -> None:
+            top: int | None, budget: int | None, sets: tuple[str, ...], store: str | None,
+            reps: int, as_json: bool, output: str | None) -> None:
     """Launch kernels on the GPU: verify, time, compare with the model.
 
     The shipped families (matmul, transpose), or the tuning space of your own kernel:
-    `occupancy measure tune.yaml --kernel sgemm2d --top 8 --store best.json`. Needs CuPy
+    `occupancy measure tune.yaml --kernel sgemm2d --top 8 --store best.json`, or the few
+    points that find its best: `... --budget 8`. Needs CuPy
     and an NVIDIA GPU (pip install 'occupancy[gpu]') and a compiler. For every candidate:
     predicted and driver occupancy, predicted and measured time.
     """
@@ -678,6 +738,9 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
 
     from occupancy.gpu.measure import cupy_module
 
+    if budget is not None and (kernel is None or top is not None):
+        raise InputError("--budget chooses the points of a MANIFEST --kernel NAME; give it "
+                         "without --top")
     cupy_module("measure")  # fail fast, before anything else, without CuPy or a GPU
     from rich.console import Console
     from rich.progress import Progress
@@ -710,12 +773,13 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
             inputs.append(target)
             dev = from_cuda_properties(device_properties(0))
             pts, removed = points(spec)
-            tuned = measure_tuning(spec, rank(spec, dev, pts, removed), top, reps, progress)
+            tuned = measure_tuning(spec, rank(spec, dev, pts, removed), top, reps, progress,
+                                   budget)
     record = tuned if tuned is not None else shipped
     if output:
         write_output(output, json.dumps(record, indent=2) + "\n", inputs)
     if tuned is not None and store and tuned["fastest"]:
-        from occupancy.tune.spaces import read_store, store_entry
+        from occupancy.tune.store import read_store, store_entry
 
         book = read_store(store)
         book["entries"].update(store_entry(tuned))
@@ -726,6 +790,9 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
         from occupancy.output.terminal import measure_tuning_view
 
         _console().print(measure_tuning_view(tuned))
+        if "search" in tuned:
+            s = tuned["search"]
+            click.echo(f"{s['runs']} runs of a budget of {s['budget']}: {s['stopped']}")
     elif shipped is not None:
         from occupancy.output.terminal import measure_view
 

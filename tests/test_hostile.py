@@ -13,6 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "tests" / "fixtures" / "project" / "src" / "kernels.cu"
+# The CLI of this checkout, whatever the cwd (a relative PYTHONPATH or an editable install of
+# another checkout would otherwise test other code)
+ENV = {"PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
 WALL_S = 10.0  # generous for a 2-core CI machine; the cases themselves take well under 1 s
 
 
@@ -22,7 +25,7 @@ def run(args: list[str], cwd: Path, timeout: float = WALL_S, env: dict[str, str]
     t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-m", "occupancy", *args], cwd=cwd, capture_output=True,
                        text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                       env={**os.environ, **(env or {})})
+                       env={**os.environ, **ENV, **(env or {})})
     return r, time.monotonic() - t0
 
 

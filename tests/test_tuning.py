@@ -362,3 +362,83 @@ def test_tile_explains_conflicts_and_coalescing() -> None:
     text = run("tile", str(ROOT / "examples/transpose/tune.yaml"), "--kernel", "transpose",
                "-d", "h200").stdout
     assert "Bank conflicts in 15 of 24 points: up to 16.5x" in " ".join(text.split())
+
+
+def test_a_misspelt_set_is_refused() -> None:
+    """--set names a problem size of the entry; a misspelt one is an error naming the
+    sizes there are, not silently a new unused name."""
+    r = run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200", "--set", "nx=1024")
+    assert r.exit_code == 2, r.output  # type: ignore[attr-defined]
+    err = r.stderr  # type: ignore[attr-defined]
+    assert "--set nx: no such problem size; the problem has M, N, K" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_tile_answers_for_every_device_in_order() -> None:
+    """Several -d: one answer per device, in the order given (JSON: a list)."""
+    _need_nvcc()
+    r = run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200", "-d", "a100", "--json")
+    assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
+    d = json.loads(r.stdout)  # type: ignore[attr-defined]
+    assert [x["device"] for x in d] == ["h200", "a100"]
+    r = run("tile", "matmul", "-d", "v100", "-d", "h200", "-n", "1024", "--json")
+    assert r.exit_code == 0  # type: ignore[attr-defined]
+    assert [x["device"] for x in json.loads(r.stdout)] == ["v100", "h200"]  # type: ignore[attr-defined]
+    text = run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200", "-d", "a100").stdout  # type: ignore[attr-defined]
+    assert text.index("H200") < text.index("A100")
+
+
+def test_reference_to_an_extern_c_kernel(tmp_path: Path) -> None:
+    """An extern "C" kernel has no mangled name to read its signature from: its PTX entry
+    gives the parameters (a 64-bit one where args has an array is its pointer)."""
+    _need_nvcc()
+    (tmp_path / "k.cu").write_text(
+        'extern "C" __global__ void scale(float *y, const float *x, int n) {\n'
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n}\n"
+        "template <int B> __global__ void scale_t(float *y, const float *x, int n) {\n"
+        "  int i = blockIdx.x * B + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n}\n")
+    (tmp_path / "m.yaml").write_text(
+        "kernels:\n"
+        "  - name: tuned\n    source: k.cu\n    function: scale_t<B>\n    space: {B: [128, 256]}\n"
+        "    problem: {n: 1048576}\n    block: B\n    grid: ['ceil(n / B)']\n"
+        "    work: {dram_bytes: 8 * n}\n"
+        "    args: [{array: y, dtype: float32, shape: [n], output: true},"
+        " {array: x, dtype: float32, shape: [n]}, n]\n    reference: plain\n"
+        "  - name: plain\n    source: k.cu\n    function: scale\n    problem: {n: 1048576}\n"
+        "    block: 256\n    grid: ['ceil(n / 256)']\n"
+        "    args: [{array: y, dtype: float32, shape: [n], output: true},"
+        " {array: x, dtype: float32, shape: [n]}, n]\n")
+    r = run("tile", str(tmp_path / "m.yaml"), "--kernel", "tuned", "-d", "h200", "--json")
+    assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
+    from occupancy.build.builds import arch_of, compile_build, device_build
+    from occupancy.build.compilers import make_build
+    from occupancy.tune.spaces import check_args, kernel_params
+
+    spec = load_tuning(tmp_path / "m.yaml", "tuned").reference_kernel
+    assert spec is not None
+    dev = load_device("h200")
+    build = device_build(make_build(tmp_path / "k.cu", arch_of(dev)), dev)
+    res = compile_build(build)["scale"]
+    params = kernel_params(spec, res, build)
+    assert params == ["void*", "void*", "unsigned int"] or params == ["void*", "void*", "int"]
+    check_args(spec, params, res.demangled)  # 3 given, 3 taken
+
+
+def test_one_instance_that_does_not_compile_spares_the_others(tmp_path: Path) -> None:
+    """The instances of a space compile together; one that fails (a static_assert) is
+    built again alone, so only it is marked and the others are ranked."""
+    _need_nvcc()
+    (tmp_path / "k.cu").write_text(
+        "template <int B> __global__ void k(float *y, int n) {\n"
+        "  static_assert(B != 64, \"B = 64 is not supported\");\n"
+        "  int i = blockIdx.x * B + threadIdx.x;\n  if (i < n) y[i] = 1.0f;\n}\n")
+    (tmp_path / "m.yaml").write_text(
+        "kernels:\n  - name: k\n    source: k.cu\n    function: k<B>\n    space: {B: [32, 64, 128]}\n"
+        "    problem: {n: 65536}\n    block: B\n    grid: ['ceil(n / B)']\n"
+        "    work: {dram_bytes: 4 * n}\n")
+    d = json.loads(run("tile", str(tmp_path / "m.yaml"), "--kernel", "k", "-d", "h200",
+                       "--json").stdout)  # type: ignore[attr-defined]
+    ok = sorted(c["params"]["B"] for c in d["candidates"] if not c["pruned"])
+    bad = [c for c in d["candidates"] if c["pruned"]]
+    assert ok == [32, 128] and [c["params"]["B"] for c in bad] == [64] and d["pruned"] == 1
+    assert "does not compile" in bad[0]["reasons"][0] and "not supported" in bad[0]["reasons"][0]

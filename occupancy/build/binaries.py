@@ -187,6 +187,26 @@ class PtxEntry:
     min_blocks: int | None  # .minnctapersm
 
 
+MAX_PTX_BYTES = 16 << 20
+MAX_PTX_ENTRIES = 1_000  # ptxas takes ~3 s for 1,000 entries here, minutes for 20,000
+PTX_ENTRIES_ENV = "OCCUPANCY_MAX_PTX_ENTRIES"
+
+
+def check_ptx_size(ptx: str) -> None:
+    """Refuse PTX that would keep ptxas busy for minutes (before it runs); the entry limit
+    is raised with $OCCUPANCY_MAX_PTX_ENTRIES."""
+    import os
+
+    raw = os.environ.get(PTX_ENTRIES_ENV, "")
+    limit = int(raw) if raw.isdigit() and len(raw) < 10 else MAX_PTX_ENTRIES
+    if len(ptx) > MAX_PTX_BYTES:
+        raise OccupancyError(f"its PTX is {len(ptx):,} characters, over {MAX_PTX_BYTES >> 20} MiB")
+    entries = len(_PTX_ENTRY.findall(ptx))
+    if entries > limit:
+        raise OccupancyError(f"its PTX has {entries:,} .entry kernels, over {limit:,} (set "
+                             f"{PTX_ENTRIES_ENV} to raise the limit)")
+
+
 def ptx_target(ptx: str) -> str | None:
     m = _PTX_TARGET.search(ptx)
     return m.group(1) if m else None
@@ -208,6 +228,47 @@ def ptx_entries(ptx: str) -> dict[str, PtxEntry]:
         mb = re.search(r"\.minnctapersm\s+(\d+)", head)
         out[m.group(1)] = PtxEntry(m.group(1), threads, int(mb.group(1)) if mb else None)
     return out
+
+
+# What fatbins may declare unpacked: one entry (a cubin or PTX), and all of a file's entries.
+# A 200 KB compressed fatbin can declare gigabytes; cuobjdump would try to allocate them.
+MAX_ENTRY_BYTES = 256 << 20
+MAX_UNPACKED_BYTES = 1 << 30
+_FATBIN_HEADER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries
+_ENTRY_HEADER = 0x40  # kind, version, header size, padded payload ... uncompressed size at 0x38
+
+
+def fatbin_declared_sizes(data: bytes) -> list[int]:
+    """The unpacked size each fatbin entry declares (payload, or uncompressed size when
+    compressed), for every fatbin in the data (a host binary embeds several)."""
+    sizes: list[int] = []
+    start = data.find(FATBIN_MAGIC)
+    while start >= 0 and len(sizes) < 100_000:
+        if start + _FATBIN_HEADER.size <= len(data):
+            _, version, hsize, fat_size = _FATBIN_HEADER.unpack_from(data, start)
+            if version == 1 and hsize == _FATBIN_HEADER.size:
+                off, end = start + hsize, min(start + hsize + fat_size, len(data))
+                while off + _ENTRY_HEADER <= end:
+                    ehsize, padded = struct.unpack_from("<IQ", data, off + 4)
+                    unpacked = struct.unpack_from("<Q", data, off + 0x38)[0]
+                    sizes.append(max(padded, unpacked if ehsize >= _ENTRY_HEADER else 0))
+                    if ehsize < 16 or len(sizes) >= 100_000:
+                        break
+                    off += ehsize + padded
+        start = data.find(FATBIN_MAGIC, start + 4)
+    return sizes
+
+
+def check_fatbin_sizes(data: bytes) -> None:
+    """Refuse a fatbin whose entries declare more than a tool may unpack (before any runs)."""
+    sizes = fatbin_declared_sizes(data)
+    big = max(sizes, default=0)
+    if big > MAX_ENTRY_BYTES:
+        raise OccupancyError(f"a fatbin entry declares {big:,} bytes unpacked, over the "
+                             f"{MAX_ENTRY_BYTES >> 20} MiB an entry may hold (a decompression bomb?)")
+    if sum(sizes) > MAX_UNPACKED_BYTES:
+        raise OccupancyError(f"its fatbin entries declare {sum(sizes):,} bytes unpacked, over "
+                             f"the {MAX_UNPACKED_BYTES >> 30} GiB a file may hold")
 
 
 def kind_of(data: bytes) -> str:

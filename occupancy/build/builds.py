@@ -7,6 +7,7 @@ import ctypes
 import hashlib
 import os
 import re
+import stat
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -27,10 +28,11 @@ from occupancy.build.compilers import (
     nvrtc_include_dirs,
 )
 from occupancy.build.resources import CompileError, CompilerUnavailable, KernelResources, parse_ptxas_log
+from occupancy.build.run import COMPILER_MEMORY, run_tool
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.inputs.flags import FLAG_RULES
-from occupancy.inputs.safety import inert, safe_path
+from occupancy.inputs.safety import check_function, inert, safe_path
 
 _ERROR_LINES = 3
 
@@ -44,7 +46,8 @@ def _first_errors(text: str, build: Build, tmp: str | None = None,
     msg = " | ".join(ln.strip() for ln in errs[:_ERROR_LINES])[:600]
     for path, shown in (also or {}).items():
         msg = msg.replace(path, shown)
-    msg = msg.replace(build.source, build.shown)
+    if build.source:  # an empty source (a PTX JIT) would put the name between every character
+        msg = msg.replace(build.source, build.shown)
     if tmp:
         msg = msg.replace(tmp + os.sep, "")
     return inert(msg) if msg else "failed without a message"
@@ -53,8 +56,7 @@ def _first_errors(text: str, build: Build, tmp: str | None = None,
 def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None,
          also: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", cwd=cwd,
-                           timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        r = run_tool(cmd, timeout=TIMEOUT_S, memory=COMPILER_MEMORY, cwd=cwd)
     except subprocess.TimeoutExpired:
         raise CompileError(f"{inert(build.shown)}: {what} did not finish in {TIMEOUT_S} s") from None
     except OSError as exc:
@@ -69,6 +71,8 @@ def _instantiating_wrapper(build: Build) -> str:
     """A .cu that includes the source and takes the address of every name expression, which
     makes nvcc instantiate those template kernels (as NVRTC's name expressions do). Kept in
     the cache folder under a name made from its content, so its path is stable."""
+    for e in build.name_expressions:  # the last gate before a file: a C++ name, nothing else
+        check_function(e, f"{inert(build.shown)}: a template instance")
     lines = [f'#include "{build.source}"',
              "static void* const occupancy_instances_[] = {",
              *[f"    (void*)&{e}," for e in build.name_expressions], "};"]
@@ -97,8 +101,8 @@ def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
                "-Xptxas", "-v", *_ptxas_x(build),
                *[f for f in build.flags if not f.startswith("-Xptxas=")],
                *[f"-I{d}" for d in build.include_dirs],
-               *[f"-D{k}={v}" for k, v in build.defines], "-MD", "-MF", deps, source,
-               "-o", cubin]
+               *[f"-D{k}={_nvcc_list_item(v)}" for k, v in build.defines],
+               "-MD", "-MF", deps, source, "-o", cubin]
         r = _run(cmd, build, c.label, cwd=tmp,
                  also={source: "the instantiation of " + ", ".join(build.name_expressions)}
                  if source != build.source else None)
@@ -109,6 +113,12 @@ def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
              if p and p != "\\"]
     return _combine(r.stderr + r.stdout, data, build, f"{c.label} {build.arch}", None), \
         [os.path.abspath(f) for f in files], data, ptx
+
+
+def _nvcc_list_item(value: str) -> str:
+    """nvcc reads -D as a comma-separated list: `\\,` keeps a comma in the value, so nvcc
+    defines the same macro NVRTC does (define values never hold a backslash)."""
+    return value.replace(",", "\\,")
 
 
 def _ptxas_x(build: Build) -> list[str]:
@@ -131,8 +141,7 @@ def _loop_mixes(cubin: bytes) -> dict[str, tuple[tuple[str, int], ...]]:
         path = os.path.join(tmp, "k.cubin")
         Path(path).write_bytes(cubin)
         try:
-            r = subprocess.run([exe, "-c", path], capture_output=True, text=True, timeout=120,
-                               errors="replace", stdin=subprocess.DEVNULL)
+            r = run_tool([exe, "-c", path], timeout=120)
         except (OSError, subprocess.TimeoutExpired):
             return {}
     return sass_loop_mix(r.stdout) if r.returncode == 0 else {}
@@ -222,6 +231,18 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
 _DEP_CAP = 2000
 
 
+def _not_a_device(path: str, inc: str, cur: str) -> None:
+    """An #include of /dev/zero, a FIFO or a socket would feed the compiler without end
+    (NVRTC runs in this process): refused before any compiler runs."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise CompileError(f"{inert(cur)}: #include {inert(inc)[:80]} is a device, FIFO "
+                           "or socket, not a source file")
+
+
 def scan_includes(source: str, dirs: Sequence[str]) -> list[str]:
     """The user's files a source includes, transitively (for the cache key where the
     compiler gives no dependency output); over-approximates, never under."""
@@ -236,6 +257,7 @@ def scan_includes(source: str, dirs: Sequence[str]) -> list[str]:
         for inc in _INCLUDE.findall(text):
             for d in (os.path.dirname(cur), *dirs):
                 p = os.path.abspath(os.path.join(d, inc))
+                _not_a_device(p, inc, cur)
                 if os.path.isfile(p):
                     if p not in seen:
                         seen.append(p)
@@ -296,6 +318,7 @@ def _compile(build: Build, want: str | None = None
             pass  # compile again for the binary
     if not os.path.isfile(build.source):
         raise OccupancyError(f"{inert(build.shown)}: no such file")
+    scan_includes(build.source, [os.path.dirname(build.source), *build.include_dirs])
     found, deps, cubin, ptx = (_nvcc_build if c.kind == "nvcc" else _nvrtc_build)(build, c)
     names = demangle(list(found))
     found = {k: replace(v, demangled=names.get(k, k)) for k, v in found.items()}

@@ -62,8 +62,9 @@ def nvcc_path() -> str | None:
 @cache
 def tool_version(exe: str) -> str:
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True,
-                             timeout=60).stdout
+        from occupancy.build.run import run_tool
+
+        out = run_tool([exe, "--version"], timeout=60).stdout
     except (OSError, subprocess.TimeoutExpired):
         return "?"
     m = re.search(r"release (\d+\.\d+)", out)
@@ -239,8 +240,9 @@ def demangle(names: Sequence[str]) -> dict[str, str]:
     if not todo or exe is None:
         return out
     try:
-        r = subprocess.run([exe], input="\n".join(todo) + "\n", capture_output=True, text=True,
-                           timeout=60, errors="replace")
+        from occupancy.build.run import run_tool
+
+        r = run_tool([exe], stdin="\n".join(todo) + "\n", timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return out
     lines = r.stdout.splitlines()

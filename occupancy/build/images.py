@@ -10,10 +10,18 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from occupancy.build.binaries import kind_of, parse_cubin, ptx_target, static_shared_from_cubin
+from occupancy.build.binaries import (
+    check_fatbin_sizes,
+    check_ptx_size,
+    kind_of,
+    parse_cubin,
+    ptx_target,
+    static_shared_from_cubin,
+)
 from occupancy.build.builds import _combine, _run
 from occupancy.build.compilers import COMPILER_HINT, Build, compiler_for, cuda_tool
 from occupancy.build.resources import CompilerUnavailable, KernelResources
+from occupancy.build.run import run_tool
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.inputs.safety import inert
@@ -57,6 +65,10 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
     if kind not in ("fatbin", "host"):
         raise OccupancyError(f"{inert(shown)}: not a cubin, fatbin, PTX file, executable or "
                              "library")
+    try:
+        check_fatbin_sizes(data)
+    except OccupancyError as exc:
+        raise OccupancyError(f"{inert(shown)}: {exc}") from None
     exe = cuobjdump_path()
     if exe is None:
         raise CompilerUnavailable(f"{inert(shown)}: reading a fatbin needs cuobjdump: pip install "
@@ -71,8 +83,7 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
         os.mkdir(out_dir)
         try:
             for flag in ("-xelf", "-xptx"):
-                subprocess.run([exe, flag, "all", local], cwd=out_dir, capture_output=True,
-                               timeout=120, stdin=subprocess.DEVNULL)
+                run_tool([exe, flag, "all", local], cwd=out_dir, timeout=120)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise OccupancyError(f"{inert(shown)}: cuobjdump failed: {exc}") from None
         for f in sorted(os.listdir(out_dir))[:512]:
@@ -119,6 +130,10 @@ def resources_for_device(img: BinaryImage, dev: Device, shown: str
 
 def jit_ptx(ptx: str, src_arch: str, arch: str, shown: str) -> dict[str, KernelResources]:
     """Compile a binary's PTX with ptxas for the device, as the driver's JIT would."""
+    try:
+        check_ptx_size(ptx)
+    except OccupancyError as exc:
+        raise OccupancyError(f"{inert(shown)}: {exc}") from None
     cc = _num(arch)
     c = compiler_for(arch)
     if c is None:

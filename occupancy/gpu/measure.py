@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from occupancy.core.errors import OccupancyError
@@ -15,9 +16,16 @@ if TYPE_CHECKING:
 
     from occupancy.core.device import Device
     from occupancy.inputs.manifest.tuning import TuneSpec
-    from occupancy.tune.records import MeasureRecord, MeasureResult, RunEnvironment, Timing, TuningRecord
+    from occupancy.tune.records import (
+        MeasureRecord,
+        MeasureResult,
+        RunEnvironment,
+        Timing,
+        TuningRecord,
+        TuningResult,
+    )
     from occupancy.tune.shipped import Candidate
-    from occupancy.tune.spaces import TuneReport
+    from occupancy.tune.spaces import Ranked, TuneReport
 
 GPU_HINT = "needs CuPy and an NVIDIA GPU: pip install 'occupancy[gpu]'"
 
@@ -424,16 +432,16 @@ def _reference_kernel(cupy: Any, rspec: TuneSpec, dev: Device, rng: Any
     if it has a space); run(inputs) launches it on the given input arrays and returns its
     outputs by name."""
     from occupancy.build.builds import build_cubin
-    from occupancy.tune.spaces import _signature, check_args, points, rank
+    from occupancy.tune.spaces import check_args, kernel_params, points, rank
 
     pts, _ = points(rspec)
     r = rank(rspec, dev, pts[:1]).ranked[0]
     if r.pruned or r.resources is None:
         raise OccupancyError(f"{rspec.manifest}: reference kernel '{inert(rspec.name)}' cannot "
                              f"launch on {dev.name}: {'; '.join(r.reasons) or 'no build'}")
-    check_args(rspec, r.resources.demangled)
+    params = kernel_params(rspec, r.resources, r.build)
+    check_args(rspec, params, r.resources.demangled)
     module, fn = load_function(cupy, build_cubin(r.build), r.resources.function)
-    params = _signature(r.resources.demangled)
     env = {**rspec.problem, **r.point.params}
     grid, block = (*r.point.grid, 1, 1)[:3], (*r.point.block, 1, 1)[:3]
 
@@ -447,33 +455,70 @@ def _reference_kernel(cupy: Any, rspec: TuneSpec, dev: Device, rng: Any
 
 
 def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: int,
-                   progress: Any = None) -> TuningRecord:
-    """Launch the top-K predicted points of a tuning report on GPU 0: random inputs from
-    `args`, verified against `reference`, timed with CUDA events (L2 flushed, median),
-    with the driver's occupancy beside the prediction."""
-    from occupancy.build.builds import build_cubin
-    from occupancy.gpu.results import tuning_record, tuning_result
-    from occupancy.tune.spaces import _signature
+                   progress: Any = None, budget: int | None = None) -> TuningRecord:
+    """Launch points of a tuning report on GPU 0: random inputs from `args`, verified
+    against `reference`, timed with CUDA events (L2 flushed, median), with the driver's
+    occupancy beside the prediction. Which points: the top-K predicted (`top`), every one,
+    or (`budget`) those a budgeted search picks (tune/budget.py), one at a time."""
+    from occupancy.gpu.results import tuning_record
 
     cp = cupy_module("measure")
     props = device_properties(0)
     from occupancy.core.device import from_cuda_properties
 
     live = from_cuda_properties(props)
-    timer = Timer(cp, live.l2_cache_bytes)
     ranked = [r for r in report.ranked if not r.pruned]
-    todo = ranked[:top] if top else ranked
+    time_one = _point_timer(cp, spec, report, ranked, Timer(cp, live.l2_cache_bytes), reps)
+    results: list[TuningResult] = []
+    search = None
+    if budget is None:
+        todo = ranked[:top] if top else ranked
+        for i, r in enumerate(todo, start=1):
+            if progress:
+                progress(i - 1, len(todo), _label(r))
+            results.append(time_one(r))
+    else:
+        from occupancy.tune.budget import Candidate, Search
+
+        by_key = {_label(r): r for r in ranked}
+        search = Search([Candidate(k, r.prediction.predicted_ms if r.prediction else 1.0,
+                                   r.prediction.bound if r.prediction else "")
+                         for k, r in by_key.items()], budget)
+        while (c := search.next()) is not None:
+            if progress:
+                progress(len(results), budget, c.key)
+            res = time_one(by_key[c.key])
+            results.append(res)
+            search.record(c.key, res["measured"]["median_ms"] if res["verified"] is not False
+                          else math.inf)
+    if progress:
+        progress(len(results), len(results), "done")
+    rec = tuning_record(run_environment(cp, live), report, reps, results)
+    if search is not None:
+        rec["search"] = {"budget": search.budget, "runs": len(results), "stopped": search.stopped}
+    return rec
+
+
+def _label(r: Ranked) -> str:
+    return " ".join(f"{k}={v}" for k, v in r.point.params.items())
+
+
+def _point_timer(cp: Any, spec: TuneSpec, report: TuneReport, ranked: list[Ranked], timer: Any,
+                 reps: int) -> Callable[[Ranked], TuningResult]:
+    """time_one(point): build, launch, verify and time one ranked point."""
+    from occupancy.build.builds import build_cubin
+    from occupancy.gpu.results import tuning_result
+    from occupancy.tune.spaces import kernel_params
+
     rng = cp.random.default_rng(20261130)
     check = None
     if spec.reference_kernel is not None:
         check = _reference_kernel(cp, spec.reference_kernel, report.device, rng)
-    results = []
-    for i, r in enumerate(todo, start=1):
-        if progress:
-            progress(i - 1, len(todo), " ".join(f"{k}={v}" for k, v in r.point.params.items()))
+
+    def time_one(r: Ranked) -> TuningResult:
         assert r.resources is not None and r.occupancy is not None  # ranked: it launches
         env = {**spec.problem, **r.point.params}
-        params = _signature(r.resources.demangled)
+        params = kernel_params(spec, r.resources, r.build)
         module, fn = load_function(cp, build_cubin(r.build), r.resources.function)
         if r.point.dynamic_shared_memory > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = r.point.dynamic_shared_memory
@@ -501,8 +546,7 @@ def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: in
         t = stats(timer.time(launch, reps=reps))
         driver_blocks = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
             fn.kernel.ptr, r.point.threads, r.point.dynamic_shared_memory)
-        results.append(tuning_result(r, ranked.index(r) + 1, t, verified, err, driver_blocks))
         del module
-    if progress:
-        progress(len(todo), len(todo), "done")
-    return tuning_record(run_environment(cp, live), report, reps, results)
+        return tuning_result(r, ranked.index(r) + 1, t, verified, err, driver_blocks)
+
+    return time_one

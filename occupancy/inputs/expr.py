@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from occupancy.core.errors import OccupancyError
+from occupancy.inputs.safety import inert
 
 MAX_LENGTH = 500
 MAX_MAGNITUDE = 2**62
@@ -80,7 +81,10 @@ def parse(text: object, where: str, *, arrays: bool = False) -> Expr:
             if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
                 if not isinstance(node.value, bool):
                     raise ExprError(f"{where}: only numbers are allowed as constants, got "
-                                    f"{node.value!r}")
+                                    f"{inert(repr(node.value)[:40])}")
+            elif not math.isfinite(node.value) or abs(node.value) > MAX_MAGNITUDE:
+                raise ExprError(f"{where}: the number {inert(repr(node.value)[:40])} is "
+                                "infinite or over 2^62")
             continue
         if isinstance(node, ast.Name):
             if node.id in _FUNCS:
@@ -96,6 +100,10 @@ def parse(text: object, where: str, *, arrays: bool = False) -> Expr:
             if (not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS
                     or node.keywords or not node.args or len(node.args) > 8):
                 raise ExprError(f"{where}: only min(), max(), ceil() and floor() may be called")
+            one = node.func.id in ("ceil", "floor")
+            if one != (len(node.args) == 1) or any(isinstance(a, ast.Starred) for a in node.args):
+                raise ExprError(f"{where}: {node.func.id}() takes "
+                                + ("one number" if one else "two or more numbers"))
             continue
         if isinstance(node, ast.Attribute) and node.attr == "T" and isinstance(node.value,
                                                                                 ast.Name):
@@ -108,6 +116,24 @@ def parse(text: object, where: str, *, arrays: bool = False) -> Expr:
     return Expr(src, tree, frozenset(names), uses_arrays)
 
 
+def array_operands(e: Expr) -> set[str]:
+    """The names that `.T` and `@` act on (each must be an array), and "" for a number or
+    a function's result in that place."""
+    out: set[str] = set()
+    for node in ast.walk(e.tree):
+        ops: list[ast.AST] = []
+        if isinstance(node, ast.Attribute):
+            ops = [node.value]
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            ops = [node.left, node.right]
+        for op in ops:
+            if isinstance(op, ast.Name):
+                out.add(op.id)
+            elif isinstance(op, (ast.Constant, ast.Call, ast.UnaryOp)):
+                out.add("")
+    return out
+
+
 def check_names(e: Expr, known: set[str], where: str) -> None:
     unknown = sorted(e.names - known)
     if unknown:
@@ -116,11 +142,26 @@ def check_names(e: Expr, known: set[str], where: str) -> None:
 
 
 def _num(v: Any, src: str) -> Any:
+    """A result, checked: finite, at most 2^62, never complex or a word."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if isinstance(v, float) and not math.isfinite(v):
-            raise ExprError(f"{src!r} is not finite")
+            raise ExprError(f"{_q(src)} is not finite")
         if abs(v) > MAX_MAGNITUDE:
-            raise ExprError(f"{src!r} is over 2^62")
+            raise ExprError(f"{_q(src)} is over 2^62")
+    elif isinstance(v, (complex, str, bytes)):
+        raise ExprError(f"{_q(src)} gives {type(v).__name__} {inert(repr(v)[:40])}, not a number")
+    return v
+
+
+def _q(src: str) -> str:
+    return inert(repr(src))
+
+
+def _operand(v: Any, src: str) -> Any:
+    """Arithmetic takes numbers (and, in `reference`, arrays): a word from the space is an
+    error here, never `W * 3000000000` (a 6 GB string) or `'%999999999d' % 1`."""
+    if isinstance(v, (str, bytes, complex)) or v is None:
+        raise ExprError(f"{_q(src)}: the word {inert(repr(v)[:40])} is used as a number")
     return v
 
 
@@ -132,19 +173,21 @@ def _eval(node: ast.AST, env: Mapping[str, Any], src: str) -> Any:
             raise ExprError(f"unknown name {node.id!r} in {src!r}")
         return env[node.id]
     if isinstance(node, ast.BinOp):
-        a, b = _eval(node.left, env, src), _eval(node.right, env, src)
+        a = _operand(_eval(node.left, env, src), src)
+        b = _operand(_eval(node.right, env, src), src)
         if isinstance(node.op, ast.Pow) and isinstance(b, (int, float)) and abs(b) > MAX_EXPONENT:
-            raise ExprError(f"{src!r}: an exponent over {MAX_EXPONENT}")
+            raise ExprError(f"{_q(src)}: an exponent over {MAX_EXPONENT}")
         try:
             return _num(_BIN[type(node.op)](a, b), src)
         except ZeroDivisionError:
-            raise ExprError(f"{src!r} divides by zero") from None
-        except OverflowError:
-            raise ExprError(f"{src!r} overflows") from None
+            raise ExprError(f"{_q(src)} divides by zero") from None
+        except (OverflowError, ValueError, TypeError) as exc:
+            raise ExprError(f"{_q(src)} cannot be computed: {inert(str(exc)[:80])}") from None
     if isinstance(node, ast.UnaryOp):
         v = _eval(node.operand, env, src)
         if isinstance(node.op, ast.Not):
             return not v
+        v = _operand(v, src)
         return -v if isinstance(node.op, ast.USub) else +v
     if isinstance(node, ast.BoolOp):
         vals = [_eval(v, env, src) for v in node.values]
@@ -153,14 +196,20 @@ def _eval(node: ast.AST, env: Mapping[str, Any], src: str) -> Any:
         left = _eval(node.left, env, src)
         for op, right_node in zip(node.ops, node.comparators, strict=True):
             right = _eval(right_node, env, src)
-            if not _CMP[type(op)](left, right):
-                return False
+            try:
+                if not _CMP[type(op)](left, right):
+                    return False
+            except TypeError:
+                raise ExprError(f"{_q(src)} compares a word with a number") from None
             left = right
         return True
     if isinstance(node, ast.Call):
         assert isinstance(node.func, ast.Name)
-        args = [_eval(a, env, src) for a in node.args]
-        return _num(_FUNCS[node.func.id](*args), src)
+        args = [_operand(_eval(a, env, src), src) for a in node.args]
+        try:
+            return _num(_FUNCS[node.func.id](*args), src)
+        except (OverflowError, ValueError, TypeError) as exc:
+            raise ExprError(f"{_q(src)} cannot be computed: {inert(str(exc)[:80])}") from None
     if isinstance(node, ast.Attribute):
         return _eval(node.value, env, src).T
     raise ExprError(f"{src!r}: cannot evaluate {type(node).__name__}")
@@ -169,6 +218,7 @@ def _eval(node: ast.AST, env: Mapping[str, Any], src: str) -> Any:
 def integer(e: Expr, env: Mapping[str, Any], where: str) -> int:
     """An expression that must give a whole number (sizes, blocks, grids)."""
     v = e(env)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
-        raise ExprError(f"{where}: {e.text!r} gives {v!r}, not a whole number")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or \
+            (isinstance(v, float) and not (math.isfinite(v) and v.is_integer())):
+        raise ExprError(f"{where}: {_q(e.text)} gives {inert(repr(v)[:40])}, not a whole number")
     return int(v)

@@ -15,7 +15,7 @@ import yaml
 from occupancy.core.device import Device, cc_row
 from occupancy.core.errors import ProfileError, UnknownComputeCapabilityError, UnknownDeviceError
 from occupancy.inputs.files import YamlDoc, data_dir, display, read_yaml
-from occupancy.inputs.safety import inert
+from occupancy.inputs.safety import excerpt, inert
 
 ENV_DIR = "OCCUPANCY_PROFILES"
 
@@ -117,6 +117,25 @@ class _Problems:
         raise ProfileError(f"{len(parts)} problems: " + "; ".join(parts), self.path)
 
 
+def _unknown_keys(data: dict[Any, Any], errs: _Problems, path: str, doc: YamlDoc | None) -> None:
+    """The first unknown key (and how many more), never the lines of a file that is not a
+    profile at all."""
+    unknown = [k for k in data if k not in SCHEMA and k not in _LINK_KEYS]
+    if not unknown:
+        return
+    first = unknown[0]
+    line = doc.line(str(first)) if doc else None
+    if len(unknown) == len(data):
+        raise ProfileError(f"not a device profile: none of its keys is a profile key (the "
+                           f"first: {excerpt(first)}); see README, 'Device profiles'", path, line)
+    import difflib
+
+    near = difflib.get_close_matches(str(first), SCHEMA, n=1)
+    hint = f"; did you mean '{near[0]}'?" if near else "; see README, 'Device profiles'"
+    more = f" (and {len(unknown) - 1} more unknown keys)" if len(unknown) > 1 else ""
+    errs.add(f"unknown key {excerpt(first)}{more}{hint}", str(first))
+
+
 def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Device:
     """Validate a parsed profile and build the Device; every problem is reported at once,
     each with its line and key and the fix."""
@@ -126,13 +145,7 @@ def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Dev
         raise ProfileError("a profile must be a mapping of keys to values (see README, "
                            "'Device profiles')", path)
     errs = _Problems(path, doc)
-    for key in data:
-        if key not in SCHEMA and key not in _LINK_KEYS:
-            import difflib
-
-            near = difflib.get_close_matches(str(key), SCHEMA, n=1)
-            hint = f"; did you mean '{near[0]}'?" if near else "; see README, 'Device profiles'"
-            errs.add(f"unknown key '{inert(str(key))}'{hint}", str(key))
+    _unknown_keys(data, errs, path, doc)
     for key, (kind, required, what) in SCHEMA.items():
         if key not in data or data[key] is None:
             if required:
@@ -275,11 +288,14 @@ def _base_profile(ref: str, here: Path, chain: tuple[str, ...], shown: str, line
     if ref.endswith((".yaml", ".yml")) or "/" in ref or os.sep in ref:
         p = Path(ref) if os.path.isabs(ref) else here / ref
         return load_profile(p, chain)
-    for f in shipped_dir().glob("*.yaml"):
+    # By name: a shipped or user file of that name (the chain sees cycles through names
+    # too), else a shipped profile's full name or alias. Never the whole catalogue: it
+    # loads every user profile, this one included.
+    for f in (*shipped_dir().glob("*.yaml"), *_user_files()):
         if f.stem.lower() == ref.lower():
             return load_profile(f, chain)
     try:
-        return _catalogue()[ref.lower()]
+        return _shipped_names()[ref.lower()]
     except KeyError:
         raise ProfileError(f"extends: no shipped profile '{inert(ref)}' (occupancy devices lists "
                            "them)", shown, line) from None
@@ -296,6 +312,18 @@ def user_dirs() -> list[Path]:
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     dirs.append(Path(xdg) / "occupancy" / "profiles")
     return dirs
+
+
+def _user_files() -> list[Path]:
+    return [f for d in user_dirs() if d.is_dir() for f in sorted(d.glob("*.yaml")) if f.is_file()]
+
+
+def _shipped_names() -> dict[str, Device]:
+    out: dict[str, Device] = {}
+    for f in sorted(shipped_dir().glob("*.yaml")):
+        dev = _load(f)
+        out.update(dict.fromkeys(_names(dev, f.stem), dev))
+    return out
 
 
 def _profile_files() -> Iterator[Path]:
@@ -329,6 +357,9 @@ def _names(dev: Device, stem: str) -> set[str]:
     return {stem.lower(), dev.name.lower(), *dev.aliases}
 
 
+_broken: dict[str, ProfileError] = {}  # user profiles that failed to load, by file stem
+
+
 def _catalogue() -> dict[str, Device]:
     """Every name and alias -> its device. Shipped names never collide (a test keeps it so);
     a user profile that takes a shipped name or alias must say `overrides: THAT`, and then
@@ -344,7 +375,11 @@ def _catalogue() -> dict[str, Device]:
     for f in _profile_files():
         if f.parent == shipped_dir() or f in shipped_files:
             continue
-        dev = _load(f)
+        try:
+            dev = _load(f)
+        except ProfileError as exc:  # one broken user profile must not break every command
+            _broken[f.stem.lower()] = exc  # said by all_devices, raised when asked for by name
+            continue
         # The file stem and the aliases are claims; a full name shared with a shipped
         # profile (a copied file) stays the shipped one's.
         claims = {f.stem.lower(), *dev.aliases}
@@ -370,7 +405,10 @@ def _catalogue() -> dict[str, Device]:
 def all_devices() -> list[Device]:
     """Every shipped and user profile, once each (a user profile with `overrides:` replaces
     the shipped one)."""
-    return list({id(d): d for d in _catalogue().values()}.values())
+    devs = list({id(d): d for d in _catalogue().values()}.values())
+    for exc in _broken.values():
+        _warn(f"skipping a user profile: {exc}")
+    return devs
 
 
 def load_device(name: str | os.PathLike[str] | Device) -> Device:
@@ -391,6 +429,8 @@ def load_device(name: str | os.PathLike[str] | Device) -> Device:
     known = _catalogue()
     if wanted in known:
         return known[wanted]
+    if wanted in _broken:
+        raise _broken[wanted]
     import difflib
 
     near = difflib.get_close_matches(wanted, known, n=3, cutoff=0.5)

@@ -14,11 +14,13 @@ import stat
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TextIO
 
 from occupancy.core.errors import OccupancyError
 
 INT32_MAX = 2**31 - 1  # CUDA's own sizes (block dims, smem, counts) are 32-bit ints
 
+MAX_DEFINE = 4096  # characters of one define value (a macro, not a data file)
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # What a define value, flag or path may not hold: the characters a shell acts on inside
 # the double quotes nvcc puts around them ($ ` " \\), the ones that end or chain a command
@@ -50,6 +52,9 @@ def define_value(value: object, where: str) -> str:
             raise OccupancyError(f"{where}: {value} is not a finite number")
         return repr(value)
     if isinstance(value, str):
+        if len(value) > MAX_DEFINE:
+            raise OccupancyError(f"{where}: a define value of {len(value):,} characters, over "
+                                 f"{MAX_DEFINE:,}")
         if not _shell_safe(value):
             raise OccupancyError(f"{where}: {inert(value)} holds a character that is not allowed "
                                  "in a define (quotes, $, `, ;, |, &, <, >, !, \\ or a control "
@@ -73,6 +78,30 @@ def safe_path(path: str | os.PathLike[str], where: str) -> str:
     return absolute
 
 
+_ID_PATH = re.compile(r"(::\s*)?[A-Za-z_]\w*(\s*::\s*[A-Za-z_]\w*)*")
+# What template arguments may hold: names, numbers, :: and operators; never what ends a
+# declaration or starts a directive, comment, string or block (; # / " ' { } \ newline).
+_TEMPLATE_ARGS = re.compile(r"[\w :<>,()*&+\-.\[\]|!~^%?=]*")
+
+
+def check_function(text: object, where: str) -> str:
+    """A kernel name as C++ spells it (ns::k, k<64, float>, a mangled _Z name): it is
+    written into generated source, so anything else is an error."""
+    if not isinstance(text, str) or not text or len(text) > 500:
+        raise OccupancyError(f"{where}: function must be the kernel's name (plain, "
+                             "ns::qualified, a template instance like k<32>, or mangled)")
+    m = _ID_PATH.match(text)
+    rest = text[m.end():] if m else text
+    ok = m is not None and (not rest or (rest.startswith("<") and rest.rstrip().endswith(">")
+                                         and _TEMPLATE_ARGS.fullmatch(rest) is not None
+                                         and rest.count("(") == rest.count(")")))
+    if not ok:
+        raise OccupancyError(f"{where}: function {inert(text[:80])} is not a C++ name: use "
+                             "letters, digits, _, :: and template arguments <...> (no ;, #, "
+                             "/, quotes, braces or newlines)")
+    return text
+
+
 def check_flag_token(flag: str, where: str) -> str:
     if not flag or not _shell_safe(flag, spaces=False):
         raise OccupancyError(f"{where}: flag {inert(flag)} holds a character that is not allowed "
@@ -89,9 +118,10 @@ def _printable(ch: str) -> bool:
 
 
 def inert(text: str) -> str:
-    """Text as one printable line: a name with a control character, a newline or a lone
-    surrogate is shown the way Python writes it (`'x\\n::error'`), else unchanged."""
-    if all(_printable(ch) for ch in text):
+    """Text as one printable line: a name with a control, bidi or line-separator character,
+    a lone surrogate, or a leading `::` (a CI workflow command once it starts a line) is
+    shown quoted, the way Python writes it (`'x\\n::error'`), else unchanged."""
+    if all(_printable(ch) for ch in text) and not text.lstrip().startswith("::"):
         return text
     out = []
     for ch in text:
@@ -102,6 +132,58 @@ def inert(text: str) -> str:
         else:
             out.append(ascii(ch)[1:-1])
     return "'" + "".join(out) + "'"
+
+
+class InertLines:
+    """A text stream for the terminal renderers: whatever reaches it, no line starts with
+    a CI workflow command (`::x` becomes `:\\:x`), and control, bidi and line-separator
+    characters other than newline (and colour escapes on a terminal) become escapes."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.at_start = True
+
+    def _char(self, ch: str) -> str:
+        if ch in "\n\t" or _printable(ch) or (ch == "\x1b" and self.tty):
+            return ch
+        return ascii(ch)[1:-1]
+
+    def write(self, text: str) -> int:
+        out = []
+        for line in text.splitlines(keepends=True):
+            body = "".join(self._char(ch) for ch in line)
+            if self.at_start and body.lstrip().startswith("::"):
+                i = body.index("::")
+                body = body[:i] + ":\\" + body[i + 1:]
+            out.append(body)
+            self.at_start = line.endswith("\n")
+        return self.stream.write("".join(out))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.stream, "encoding", "utf-8")
+
+
+EXCERPT = 16  # characters of a bad key an error may quote (the file may be /etc/shadow)
+
+
+def excerpt(text: object) -> str:
+    """A short, quoted piece of text from a file that may not be ours to show: its first
+    characters up to the first that is not a letter, digit, _, ., - or space."""
+    t = str(text)
+    head = re.match(rf"[A-Za-z0-9_.\- ]{{0,{EXCERPT}}}", t)
+    part = head.group(0) if head else ""
+    return f"'{part}" + ("...'" if len(part) < len(t) else "'")
 
 
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")

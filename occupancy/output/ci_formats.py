@@ -21,11 +21,12 @@ def check_json(manifest: str, verdicts: Sequence[Verdict]) -> str:
 
 
 def _x(text: str) -> str:
-    return escape(xml_text(text))
+    """XML text, one line: control, bidi and line-separator characters as escapes."""
+    return escape(xml_text(one_line(text)))
 
 
 def _xa(text: str) -> str:
-    return quoteattr(xml_text(text))
+    return quoteattr(xml_text(one_line(text)))
 
 
 def check_junit(manifest: str, verdicts: Sequence[Verdict]) -> str:

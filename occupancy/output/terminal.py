@@ -13,6 +13,7 @@ from rich.text import Text
 from occupancy.core.device import Device
 from occupancy.core.solver import LIMIT_NAMES, Cliff, OccupancyResult
 from occupancy.core.words import LIMITER_LABELS, limiters, pct
+from occupancy.inputs.safety import inert
 from occupancy.output.rows import (
     CHECK_HEAD,
     MEASURE_HEAD,
@@ -117,7 +118,7 @@ def cliff_lines(c: Cliff, r: OccupancyResult) -> list[str]:
 def calc_view(dev: Device, r: OccupancyResult, block: tuple[int, ...],
               cliff: tuple[Cliff, Cliff] | None) -> RenderableType:
     shape = "x".join(str(d) for d in block)
-    head = Text(f"{dev.name} (CC {dev.compute_capability}, {dev.sm_count} SMs)", style="bold")
+    head = Text(f"{inert(dev.name)} (CC {dev.compute_capability}, {dev.sm_count} SMs)", style="bold")
     inputs = _kv([
         ("block", f"{shape} = {r.threads_per_block} threads ({r.warps_per_block} warps)"),
         ("registers", f"{r.registers_per_thread} per thread"),
@@ -188,7 +189,7 @@ def compare_view(devs: Sequence[Device], results: Sequence[OccupancyResult],
               title_style="bold")
     t.add_column("")
     for d in devs:
-        t.add_column(d.key, justify="right")
+        t.add_column(inert(d.key), justify="right")
     rows: list[tuple[str, list[str]]] = [
         ("CC", [d.compute_capability for d in devs]),
         ("blocks/SM", [str(r.active_blocks_per_sm) for r in results]),
@@ -205,7 +206,7 @@ def compare_view(devs: Sequence[Device], results: Sequence[OccupancyResult],
         t.add_row(label, *cells)
     parts: list[RenderableType] = [t]
     for d, r in zip(devs, results, strict=True):
-        parts += [Text(f"{d.key}: cannot launch: {p}") for p in r.cannot_launch]
+        parts += [Text(inert(f"{d.key}: cannot launch: {p}")) for p in r.cannot_launch]
     return Group(*parts)
 
 
@@ -246,7 +247,7 @@ def _cluster_line(a: BestAnswer) -> str:
 def best_view(a: BestAnswer) -> RenderableType:
     dev, best, available = a.device, a.best, a.available
     r = best.result
-    head = Text(f"{dev.name} (CC {dev.compute_capability})", style="bold")
+    head = Text(f"{inert(dev.name)} (CC {dev.compute_capability})", style="bold")
     given = Text(f"for: {_best_inputs(a)}")
     if best.block_size == 0:
         lines: list[RenderableType] = [head, given, Text("No block size can launch:")]
@@ -299,7 +300,7 @@ def best_compare_view(answers: Sequence[BestAnswer]) -> RenderableType:
         t.add_column(c, justify="left" if c in ("device", "limited by") else "right")
     for a in answers:
         r = a.best.result
-        row = [a.device.key, str(a.best.block_size), str(r.active_blocks_per_sm),
+        row = [inert(a.device.key), str(a.best.block_size), str(r.active_blocks_per_sm),
                pct(r.occupancy), limiters(r.limiters)
                or "-", f"{a.best.min_grid_size:,}"]
         if clusters:
@@ -319,14 +320,14 @@ def devices_table(devices: list[Device]) -> Table:
                f"{d.shared_memory_per_block_optin_bytes // 1024} KB"
                if d.shared_memory_per_block_optin_bytes != d.shared_memory_per_block_bytes
                else f"{d.shared_memory_per_block_bytes // 1024} KB")
-        t.add_row(d.key, d.compute_capability, str(d.sm_count), f"{d.max_threads_per_sm:,}",
+        t.add_row(inert(d.key), d.compute_capability, str(d.sm_count), f"{d.max_threads_per_sm:,}",
                   f"{d.shared_memory_per_sm_bytes // 1024} KB", opt,
-                  d.name.removeprefix("NVIDIA "))
+                  inert(d.name.removeprefix("NVIDIA ")))
     return t
 
 
 def device_view(dev: Device) -> RenderableType:
-    t = Table(box=box.SIMPLE_HEAD, title=f"{dev.name}", title_justify="left",
+    t = Table(box=box.SIMPLE_HEAD, title=inert(dev.name), title_justify="left",
               title_style="bold", pad_edge=False)
     t.add_column("key")
     t.add_column("value")
@@ -342,7 +343,6 @@ def device_view(dev: Device) -> RenderableType:
 
 
 def check_table(manifest: str, verdicts: Sequence[Verdict]) -> RenderableType:
-    from occupancy.inputs.safety import inert
 
     t = Table(box=box.SIMPLE_HEAD, title=f"occupancy check {inert(manifest)}", title_justify="left",
               title_style="bold", pad_edge=False)
@@ -370,7 +370,7 @@ def tile_view(report: object) -> RenderableType:
     assert isinstance(report, TileReport)
     r = report
     dev = r.device
-    head = Text(f"{r.kernel}, n = {r.n:,}, on {dev.name} (CC {dev.compute_capability})",
+    head = Text(f"{inert(r.kernel)}, n = {r.n:,}, on {inert(dev.name)} (CC {dev.compute_capability})",
                 style="bold")
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
     for col in TILE_HEAD:
@@ -418,8 +418,8 @@ def banks_view(result: object, addresses: list[int], element_bytes: int) -> Rend
 def measure_view(data: MeasureRecord) -> RenderableType:
     ceil = data["ceilings"]
     parts: list[RenderableType] = [Text(
-        f"{data['device']} (CC {data['compute_capability']}), driver {data['driver_version']}, "
-        f"CuPy {data['cupy_version']}", style="bold"),
+        inert(f"{data['device']} (CC {data['compute_capability']}), driver "
+              f"{data['driver_version']}, CuPy {data['cupy_version']}"), style="bold"),
         Text(f"ceilings: device copy {ceil['copy_gb_s']:,.0f} GB/s at the transpose's size "
              f"({ceil['copy_1gib']['gb_s']:,.0f} GB/s for 1 GiB); cuBLAS SGEMM "
              f"{ceil['sgemm_tflops']:.1f} TFLOP/s at n = {ceil['sgemm_n']}")]
@@ -444,7 +444,7 @@ def plot_view(dev: Device, r: OccupancyResult, curves: tuple) -> RenderableType:
 
     limiter = limiters(r.limiters) or "-"
     parts: list[RenderableType] = [Text(
-        f"{dev.name} (CC {dev.compute_capability}): {r.threads_per_block} threads, "
+        f"{inert(dev.name)} (CC {dev.compute_capability}): {r.threads_per_block} threads, "
         f"{r.registers_per_thread} registers, {r.static_shared_memory + r.dynamic_shared_memory:,} B "
         f"smem -> {pct(r.occupancy)}, limited by {limiter}", style="bold")]
     for c in curves:
@@ -455,7 +455,6 @@ def plot_view(dev: Device, r: OccupancyResult, curves: tuple) -> RenderableType:
 
 def resources_table(listed: Sequence[ListedKernel]) -> RenderableType:
     from occupancy.build.names import qualified_name
-    from occupancy.inputs.safety import inert
 
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col, just in (("file", "left"), ("arch", "left"), ("kernel", "left"), ("regs", "right"),
@@ -498,12 +497,11 @@ def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str]) -> 
 
 
 def tune_view(rep: TuneReport) -> RenderableType:
-    from occupancy.inputs.safety import inert
     from occupancy.tune.model import MODEL_ERROR
 
     dev, spec = rep.device, rep.spec
     prob = ", ".join(f"{k} = {v:,}" for k, v in spec.problem.items())
-    head = Text(f"{inert(spec.name)} ({prob}) on {dev.name} (CC {dev.compute_capability})",
+    head = Text(f"{inert(spec.name)} ({prob}) on {inert(dev.name)} (CC {dev.compute_capability})",
                 style="bold")
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
     for col, just in (("#", "right"), ("params", "left"), ("block", "right"), ("regs", "right"),
@@ -551,7 +549,6 @@ def _tune_explanations(ranked: list[Ranked]) -> list[str]:
     """What one warp of each point did on its PTX, where it sets points apart: bank
     conflicts (shared passes over the conflict-free count) and uncoalesced global loads
     (128-byte lines per load; 1 is a warp of floats in one line)."""
-    from occupancy.inputs.safety import inert
 
     def name(r: Ranked) -> str:
         return inert(" ".join(f"{k}={v}" for k, v in r.point.params.items()))
@@ -577,7 +574,6 @@ def _tune_explanations(ranked: list[Ranked]) -> list[str]:
 
 def measure_tuning_view(data: TuningRecord) -> RenderableType:
     """`measure MANIFEST --kernel NAME`: predicted against measured, per point."""
-    from occupancy.inputs.safety import inert
 
     head = Text(f"{inert(data['kernel'])} on {inert(data['device'])} (driver "
                 f"{inert(str(data['driver_version']))})", style="bold")

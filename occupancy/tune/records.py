@@ -85,13 +85,23 @@ class TuningResult(TypedDict):
     registers_per_thread: int
 
 
-class TuningRecord(RunEnvironment):
+class _Search(TypedDict):
+    budget: int  # --budget
+    runs: int  # points timed
+    stopped: str  # why the search ended
+
+
+class _TuningRecordBase(RunEnvironment):
     kernel: str
     problem: dict[str, int]
     reps: int
     results: list[TuningResult]
     pruned: list[dict[str, Any]]
     fastest: dict[str, Any] | None
+
+
+class TuningRecord(_TuningRecordBase, total=False):
+    search: _Search  # `measure --budget N`: how the budgeted search went
 
 
 def timing(ms: Sequence[float]) -> Timing:

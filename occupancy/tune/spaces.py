@@ -21,24 +21,21 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from occupancy.build.resources import KernelResources
 from occupancy.core.device import Device
-from occupancy.core.errors import FileError, OccupancyError
-from occupancy.inputs.expr import Expr, ExprError, integer
+from occupancy.core.errors import OccupancyError
+from occupancy.core.solver import OccupancyResult, solve
+from occupancy.inputs.expr import ExprError, integer
 from occupancy.inputs.manifest.tuning import DTYPES, MAX_ARRAY_BYTES, MAX_POINTS, ArrayArg, TuneSpec
+from occupancy.inputs.safety import INT32_MAX, check_function, inert
+from occupancy.tune.bounds import INSTANCES_PER_BUILD, WorkLimits, check_work, point_defines
 from occupancy.tune.model import MODEL_ERROR, Prediction, predict_work
 from occupancy.tune.ptxsim import Traffic
-
-if TYPE_CHECKING:
-    from occupancy.tune.records import TuningRecord
-from occupancy.build.resources import KernelResources
-from occupancy.core.solver import OccupancyResult, solve
-from occupancy.inputs.safety import INT32_MAX, inert
 
 
 @dataclass(frozen=True)
@@ -108,12 +105,13 @@ def _instance(template: str, env: Mapping[str, Any]) -> str:
     i = template.find("<")
     if i < 0:
         return template
-    return template[:i] + re.sub(r"[A-Za-z_]\w*", sub, template[i:])
+    return check_function(template[:i] + re.sub(r"[A-Za-z_]\w*", sub, template[i:]), "function")
 
 
-def points(spec: TuneSpec, max_points: int = MAX_POINTS) -> tuple[list[Point], int]:
+def points(spec: TuneSpec, max_points: int = MAX_POINTS, limits: WorkLimits | None = None
+           ) -> tuple[list[Point], int]:
     """Every point that passes `restrict`, and how many it removed. Over `max_points`
-    points in the space: an error before any work."""
+    points in the space, or over the limits on compiles: an error before any work."""
     total = math.prod(len(v) for v in spec.space.values())
     if total > max_points:
         raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': the space has "
@@ -146,12 +144,12 @@ def points(spec: TuneSpec, max_points: int = MAX_POINTS) -> tuple[list[Point], i
                 if min(shape) <= 0 or math.prod(shape) * DTYPES[a.dtype] > MAX_ARRAY_BYTES:
                     raise OccupancyError(f"{where}: args[{j}]: array {a.name} of shape {shape} "
                                          f"is empty or over {MAX_ARRAY_BYTES >> 30} GiB")
-        defines = tuple(sorted(
-            (k, str(v(env)) if isinstance(v, Expr) else v) for k, v in spec.defines.items()))
+        defines = point_defines(spec, env, where)
         out.append(Point(params, _instance(spec.function, env), defines, block, grid, dyn))
     if not out:
         raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': restrict leaves no "
                              "point of the space: loosen it")
+    check_work(spec, out, limits)
     return out, removed
 
 
@@ -166,11 +164,38 @@ def _signature(demangled: str) -> list[str]:
     return [] if parts == ["void"] else parts
 
 
-def check_args(spec: TuneSpec, demangled: str) -> None:
+# PTX parameter types as C types, for a kernel whose name carries no signature
+_PTX_TYPES = {"u64": "unsigned long long", "b64": "unsigned long long", "s64": "long long",
+              "u32": "unsigned int", "b32": "unsigned int", "s32": "int", "f32": "float",
+              "f64": "double", "s16": "short", "u16": "unsigned short", "s8": "char"}
+
+
+def kernel_params(spec: TuneSpec, res: KernelResources, build: Any) -> list[str]:
+    """The kernel's parameter types: from its demangled name, or, for an extern "C" kernel
+    (a plain name, no signature), from its PTX entry, where a 64-bit parameter at the
+    position of an array of `args` is that array's pointer."""
+    from occupancy.build.names import param_start
+
+    if param_start(res.demangled) < len(res.demangled):
+        return _signature(res.demangled)
+    from occupancy.build.builds import build_ptx
+    from occupancy.tune.ptxsim import PtxError, parse_kernel
+
+    try:
+        k = parse_kernel(build_ptx(build), res.function)
+    except (PtxError, OccupancyError):
+        return _signature(res.demangled)
+    out = []
+    for j, (_, t) in enumerate(k.params):
+        array = j < len(spec.args) and isinstance(spec.args[j], ArrayArg)
+        out.append("void*" if array and t in ("u64", "b64", "s64") else _PTX_TYPES.get(t, t))
+    return out
+
+
+def check_args(spec: TuneSpec, params: list[str], demangled: str) -> None:
     """`args` against the compiled signature: count, and pointer vs value per position."""
     if not spec.args:
         return
-    params = _signature(demangled)
     where = f"{spec.manifest}: kernel '{inert(spec.name)}': args"
     if len(params) != len(spec.args):
         raise OccupancyError(f"{where}: {len(spec.args)} given, the kernel takes "
@@ -190,16 +215,36 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
     from occupancy.build.compilers import make_build, parallel_map
     from occupancy.build.names import match_kernel
 
-    groups: dict[tuple[tuple[str, str], ...], list[Point]] = {}
+    # one build per distinct set of -D macros and up to INSTANCES_PER_BUILD template
+    # instances (a compile is serial inside; several run in parallel on the cores)
+    instances: dict[tuple[tuple[str, str], ...], list[str]] = {}
     for pt in pts:
-        groups.setdefault(pt.defines, []).append(pt)
-    builds = {}
-    for defs, members in groups.items():
-        exprs = sorted({p.function for p in members if "<" in p.function})
-        builds[defs] = device_build(make_build(
+        seen = instances.setdefault(pt.defines, [])
+        if pt.function not in seen:
+            seen.append(pt.function)
+    order = {(d, fn): i // INSTANCES_PER_BUILD for d, fns in instances.items()
+             for i, fn in enumerate(fns)}
+    groups: dict[Any, list[Point]] = {}
+    for pt in pts:
+        groups.setdefault((pt.defines, order[pt.defines, pt.function]), []).append(pt)
+
+    def build_of(defs: tuple[tuple[str, str], ...], exprs: Sequence[str]) -> Any:
+        return device_build(make_build(
             spec.source, arch_of(dev), shown=spec.shown_source, include_dirs=spec.include_dirs,
             flags=spec.flags, defines=dict(defs), name_expressions=exprs), dev)
+
+    builds: dict[Any, Any] = {}
+    for (defs, chunk), members in groups.items():
+        builds[defs, chunk] = build_of(defs, sorted({p.function for p in members
+                                                     if "<" in p.function}))
     results = dict(zip(builds, parallel_map(compile_build, list(builds.values())), strict=True))
+    # one instance that does not compile fails its whole group's build: build each instance
+    # of such a group on its own, so only that one is marked
+    retry = {(g[0], fn): build_of(g[0], [fn]) for g, members in groups.items()
+             if isinstance(results[g], BaseException) and len(builds[g].name_expressions) > 1
+             for fn in sorted({p.function for p in members})}
+    builds.update(retry)
+    results.update(zip(retry, parallel_map(compile_build, list(retry.values())), strict=True))
     errors = {k: v for k, v in results.items() if isinstance(v, BaseException)}
     if len(errors) == len(results):
         first = next(iter(errors.values()))
@@ -208,7 +253,9 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
     out: list[Ranked] = []
     signature_checked = False
     for pt in pts:
-        found = results[pt.defines]
+        key = (pt.defines, pt.function) if (pt.defines, pt.function) in retry else \
+            (pt.defines, order[pt.defines, pt.function])
+        found = results[key]
         if isinstance(found, BaseException):
             out.append(Ranked(pt, None, None, None, (f"does not compile: {found}",)))
             continue
@@ -219,7 +266,7 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
             out.append(Ranked(pt, None, None, None, (str(exc),)))
             continue
         if not signature_checked:
-            check_args(spec, res.demangled)
+            check_args(spec, kernel_params(spec, res, builds[key]), res.demangled)
             signature_checked = True
         occ = solve(dev, pt.threads, res.registers_per_thread, res.static_shared_memory,
                     pt.dynamic_shared_memory, spec.carveout, res.max_threads_per_block,
@@ -234,10 +281,10 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
             flops = float(spec.work["flops"](env)) if "flops" in spec.work else 0.0
             dram = float(spec.work["dram_bytes"](env)) if "dram_bytes" in spec.work else 0.0
             if flops or dram:
-                warp = traffic(spec, pt, builds[pt.defines], res, dev)
+                warp = traffic(spec, pt, builds[key], res, dev)
                 pred = predict_work(dev, occ, pt.grid_blocks, flops, dram,
                                     res.registers_per_thread, res.loop_mix, warp)
-        out.append(Ranked(pt, res, occ, pred, tuple(reasons), builds[pt.defines], warp))
+        out.append(Ranked(pt, res, occ, pred, tuple(reasons), builds[key], warp))
     ok = sorted((r for r in out if not r.pruned),
                 key=lambda r: (r.prediction.predicted_ms if r.prediction else 0.0,
                                -(r.occupancy.occupancy if r.occupancy else 0)))
@@ -289,53 +336,3 @@ def kernel_tuner_restrictions(report: TuneReport) -> list[str]:
     out += ["not (" + " and ".join(f"{k} == {v!r}" for k, v in r.point.params.items()) + ")"
             for r in report.ranked if r.pruned]
     return out
-
-
-# --- the store of measured picks -------------------------------------------------------------
-
-
-def store_key(kernel: str, problem: Mapping[str, int], gpu: str, cc: str) -> str:
-    return f"{kernel}|{','.join(f'{k}={v}' for k, v in sorted(problem.items()))}|{gpu}|{cc}"
-
-
-def store_entry(rec: TuningRecord) -> dict[str, Any]:
-    """The record's fastest params, under its store key, with where they were measured."""
-    assert rec["fastest"] is not None
-    key = store_key(rec["kernel"], rec["problem"], rec["device"], rec["compute_capability"])
-    return {key: {**rec["fastest"], "kernel": rec["kernel"], "problem": rec["problem"],
-                  "device": rec["device"], "compute_capability": rec["compute_capability"],
-                  "driver_version": rec["driver_version"],
-                  "runtime_version": rec["runtime_version"], "date": rec["date"]}}
-
-
-def read_store(path: str) -> dict[str, Any]:
-    """A `measure --store` file: {"entries": {key: {...}}}; a missing file is empty."""
-    import json
-
-    from occupancy.inputs.files import LOG_CAP, read_text
-
-    if not os.path.exists(path):
-        return {"entries": {}}
-
-    class _StoreError(FileError):
-        prefix = "--store "
-
-    text = read_text(path, _StoreError, LOG_CAP, "a store written by occupancy measure --store",
-                     "store")
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise OccupancyError(f"--store {inert(path)}: not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("entries"), dict) or not all(
-            isinstance(v, dict) and isinstance(v.get("params"), dict)
-            for v in data["entries"].values()):
-        raise OccupancyError(f"--store {inert(path)}: not a store (entries -> params); write it "
-                             "with occupancy measure --store")
-    return data
-
-
-def lookup(path: str, spec: TuneSpec, dev: Device) -> dict[str, Any] | None:
-    """The measured best params for this kernel, problem and GPU, if the store has them."""
-    entries = read_store(path)["entries"]
-    hit = entries.get(store_key(spec.name, spec.problem, dev.name, dev.compute_capability))
-    return hit if isinstance(hit, dict) else None

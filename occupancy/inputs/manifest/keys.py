@@ -20,7 +20,7 @@ from typing import Any
 from occupancy.core.errors import FileError, OccupancyError
 from occupancy.inputs.files import YamlDoc
 from occupancy.inputs.flags import check_flags
-from occupancy.inputs.safety import INT32_MAX, check_define_name, define_value, inert
+from occupancy.inputs.safety import INT32_MAX, check_define_name, define_value, excerpt, inert
 
 MAX_KERNELS = 10_000
 MAX_DEVICES = 64
@@ -135,7 +135,7 @@ def device_names(v: Any, line: int | None) -> tuple[str, ...]:
 
 def unknown_key(key: object, allowed: set[str]) -> str:
     near = difflib.get_close_matches(str(key), allowed, n=1)
-    return f"unknown key '{inert(str(key))}'" + (f"; did you mean '{near[0]}'?" if near else
+    return f"unknown key {excerpt(key)}" + (f"; did you mean '{near[0]}'?" if near else
                                                   f"; allowed: {', '.join(sorted(allowed))}")
 
 

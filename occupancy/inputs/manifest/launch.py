@@ -34,7 +34,7 @@ from occupancy.inputs.manifest.keys import (
 )
 from occupancy.inputs.manifest.triton import TritonSpec, read_entry
 from occupancy.inputs.profiles import load_device
-from occupancy.inputs.safety import INT32_MAX, inert
+from occupancy.inputs.safety import INT32_MAX, check_function, inert
 
 LAUNCH_KEYS = keys_of(LAUNCH)
 
@@ -191,10 +191,11 @@ class _Entry:
                         *defaults.include_dirs)
         flags = (*defaults.flags, *parse_flags(entry.get("flags", []), self.line("flags")))
         function = entry.get("function")
-        if function is not None and (not isinstance(function, str) or not function):
-            raise self.fail("function must be the kernel's name in the source (plain, "
-                            "ns::qualified, a template instance like k<32>, or mangled)",
-                            "function")
+        if function is not None:
+            try:
+                check_function(function, "function")
+            except OccupancyError as exc:
+                raise self.fail(str(exc).removeprefix("function: "), "function") from None
         carveout = self.optinteger("carveout")
         if carveout is not None and carveout > 100:
             raise self.fail(f"carveout is a percentage 0-100, got {carveout}", "carveout")

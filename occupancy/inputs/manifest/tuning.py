@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from occupancy.core.errors import OccupancyError
-from occupancy.inputs.expr import Expr, ExprError, check_names, parse
+from occupancy.inputs.expr import Expr, ExprError, array_operands, check_names, parse
 from occupancy.inputs.files import YamlDoc, read_yaml
 from occupancy.inputs.manifest.keys import (
     TUNE,
@@ -23,7 +23,7 @@ from occupancy.inputs.manifest.keys import (
     parse_folders,
     unknown_key,
 )
-from occupancy.inputs.safety import INT32_MAX, define_value, inert
+from occupancy.inputs.safety import INT32_MAX, check_function, define_value, inert
 
 MAX_POINTS = 10_000
 MAX_ARRAY_BYTES = 64 << 30  # one argument of `measure`: more than any GPU here holds
@@ -172,6 +172,10 @@ class _TuneEntry:
         raw = self.e.get("problem", {})
         if not isinstance(raw, dict):
             raise self.fail("problem", "must map sizes to numbers, e.g. {M: 4096}")
+        unknown = sorted(set(self.overrides) - set(raw)) if not self.as_reference else []
+        if unknown:
+            raise self.fail("problem", f"--set {inert(unknown[0])}: no such problem size; "
+                            f"the problem has {', '.join(map(inert, raw)) or 'none'}")
         problem: dict[str, int] = {}
         for k, v in {**raw, **self.overrides}.items():
             if not isinstance(k, str) or not _NAME.fullmatch(k):
@@ -192,10 +196,10 @@ class _TuneEntry:
 
     def function(self) -> str:
         function = self.e.get("function") or self.kernel
-        if not isinstance(function, str) or len(function) > 500:
-            raise self.fail("function", "must be the kernel's name, with template arguments named "
-                            "after the space (k<TILE>)")
-        return function
+        try:
+            return check_function(function, "function")
+        except OccupancyError as exc:
+            raise self.fail("function", str(exc).removeprefix("function: ")) from None
 
     def defines(self) -> dict[str, Expr | str]:
         """A string naming space or problem sizes is an expression ({TILE: TILE}); anything
@@ -244,7 +248,12 @@ class _TuneEntry:
             return None, None
         names = {str(x.get("name")) for _, x in self.entries} - {self.kernel}
         if not (isinstance(raw, str) and raw in names):
-            return self.expr("reference", raw, arrays=True, extra=set(arrays)), None
+            reference = self.expr("reference", raw, arrays=True, extra=set(arrays))
+            scalars = sorted(array_operands(reference) - arrays)
+            if scalars:
+                raise self.fail("reference", f"{inert(scalars[0]) or 'a number'} is not an array: "
+                                ".T and @ act on arrays (args given as {array: NAME, ...})")
+            return reference, None
         if raw in arrays or raw in self.known:
             raise self.fail("reference", f"'{inert(raw)}' names both another kernel and an "
                             "array or size of this one: rename one")

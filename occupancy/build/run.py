@@ -1,0 +1,112 @@
+"""Running an external tool (nvcc, ptxas, cuobjdump, nvdisasm, c++filt) under limits.
+
+Inputs may be hostile: a fatbin can declare gigabytes, a source can include /dev/zero. So
+every tool runs with limits set in the child before it starts (address space, CPU time,
+file size, no core files), in its own process group (a compiler's own children, cicc and
+ptxas, are ended with it), and with its output in files whose size the limit bounds.
+SIGINT and SIGTERM end every running group before this process unwinds (its temporary
+folders are removed on the way out) and exits 130 or 143; compile threads start no new
+tool after that. The limits are set by preexec_fn: it only calls setrlimit and
+pthread_sigmask (no locks, no imports), which is safe beside the compile threads.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import signal
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from types import FrameType
+
+GIB = 1 << 30
+COMPILER_MEMORY = 4 * GIB  # nvcc + cicc + ptxas of a CUTLASS-sized kernel stay well under
+TOOL_MEMORY = 2 * GIB  # cuobjdump, nvdisasm, c++filt
+OUTPUT_LIMIT = 256 << 20  # bytes any one file a tool writes may hold (its stdout included)
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_live: set[int] = set()  # process groups (= leader pids) of tools running now
+_stopping = False  # a signal arrived: compile threads start no new tool
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: unwind (temporary folders go) and exit 128 + the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.exit_code = 128 + signum
+
+
+def _limits(memory: int, cpu_s: int) -> Callable[[], None]:
+    def apply() -> None:  # runs in the child, between fork and exec
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+        for res, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu_s),
+                           (resource.RLIMIT_FSIZE, OUTPUT_LIMIT), (resource.RLIMIT_CORE, 0)):
+            soft, hard = resource.getrlimit(res)
+            cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(res, (cap, cap))
+
+    return apply
+
+
+def _end_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def end_all() -> None:
+    """Kill every tool group still running (the signal handlers call this first)."""
+    for pid in list(_live):
+        _end_group(pid)
+
+
+def _read(f: object, limit: int = OUTPUT_LIMIT) -> str:
+    assert hasattr(f, "seek") and hasattr(f, "read")
+    f.seek(0)
+    return f.read(limit).decode("utf-8", errors="replace")
+
+
+def run_tool(cmd: Sequence[str], *, timeout: float, memory: int = TOOL_MEMORY,
+             cwd: str | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a tool to completion under limits; its group is killed on a timeout, an error
+    or a signal. Raises subprocess.TimeoutExpired and OSError as subprocess.run does."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryFile() as inp:
+        if stdin is not None:
+            inp.write(stdin.encode("utf-8", errors="replace"))
+            inp.seek(0)
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)  # no gap before _live knows it
+        try:
+            if _stopping:  # a compile thread after SIGINT/SIGTERM: start nothing new
+                raise OSError(errno.ECANCELED, "interrupted")
+            proc = subprocess.Popen(list(cmd), stdin=inp if stdin is not None else subprocess.DEVNULL,
+                                    stdout=out, stderr=err, cwd=cwd, start_new_session=True,
+                                    preexec_fn=_limits(memory, int(timeout) + 1))
+            _live.add(proc.pid)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        try:
+            rc = proc.wait(timeout=timeout)
+        finally:
+            _end_group(proc.pid)  # stragglers too, and everything on a timeout or a signal
+            proc.wait()
+            _live.discard(proc.pid)
+        return subprocess.CompletedProcess(list(cmd), rc, _read(out), _read(err))
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    global _stopping
+    _stopping = True
+    end_all()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGINT and SIGTERM end the tools, then unwind this process (the CLI calls this)."""
+    for s in _SIGNALS:
+        signal.signal(s, _on_signal)
