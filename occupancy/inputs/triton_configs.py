@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from occupancy.core.errors import FileError
+from occupancy.inputs.safety import inert
 
 CONFIG_CAP = 4 * 1024 * 1024
 WARPS = (1, 2, 4, 8, 16, 32)
@@ -20,16 +21,22 @@ class ConfigFileError(FileError):
     """A vLLM/SGLang config file or a table that cannot be used."""
 
 
+def _shown(v: Any) -> str:
+    """A value from the file in a message: its repr, cut short and inert."""
+    return inert(repr(v)[:40])
+
+
 def _check_entry(size: str, entry: Any, path: str) -> dict[str, int]:
     if not isinstance(entry, dict) or not entry:
         raise ConfigFileError(f"batch size {size!r}: a config is an object of integers, "
                               f"got {type(entry).__name__}", path)
     for k, v in entry.items():
         if not isinstance(k, str) or not k.isidentifier():
-            raise ConfigFileError(f"batch size {size!r}: {k!r} is not a parameter name", path)
+            raise ConfigFileError(f"batch size {size!r}: {_shown(k)} is not a parameter name",
+                                  path)
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1 << 20:
             raise ConfigFileError(f"batch size {size!r}: {k} must be an integer 0..1048576, "
-                                  f"got {v!r}", path)
+                                  f"got {_shown(v)}", path)
     for need in ("num_warps", "num_stages"):
         if need not in entry:
             raise ConfigFileError(f"batch size {size!r}: no {need}", path)
@@ -52,7 +59,7 @@ def parse_config_file(text: str, path: str) -> dict[int, dict[str, int]]:
     out: dict[int, dict[str, int]] = {}
     for size, entry in data.items():
         if not (size.isascii() and size.isdigit()) or int(size) < 1 or len(size) > 9:
-            raise ConfigFileError(f"{size[:40]!r} is not a batch size (a positive integer)", path)
+            raise ConfigFileError(f"{_shown(size)} is not a batch size (a positive integer)", path)
         out[int(size)] = _check_entry(size, entry, path)
     return dict(sorted(out.items()))
 
