@@ -209,6 +209,16 @@ def test_tile_without_triton_is_one_line(tmp_path: Path, no_triton: None) -> Non
     assert "pip install 'occupancy[triton]'" in r.output
 
 
+def test_tile_triton_format_errors(tmp_path: Path) -> None:
+    m = _write(tmp_path, BASE + "    configs: [{num_warps: 4}]\n")
+    r = CliRunner().invoke(main, ["tile", str(m), "--kernel", "k", "-d", "h200", "--format",
+                                  "vllm"])
+    assert r.exit_code == 2 and "give -o DIR" in r.output
+    r = CliRunner().invoke(main, ["tile", str(m), "--kernel", "k", "-d", "h200", "--format",
+                                  "kernel_tuner"])
+    assert r.exit_code == 2 and "kernel_tuner is for tuning entries" in r.output
+
+
 def test_tile_options_only_for_triton() -> None:
     r = CliRunner().invoke(main, ["tile", "matmul", "-d", "h200", "--table", "t.json"])
     assert r.exit_code == 2 and "for a triton entry" in r.output
