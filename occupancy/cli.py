@@ -405,6 +405,8 @@ def _check_inputs(m: Any) -> list[str]:
     files = [m.path]
     for spec in m.kernels:
         files += [f for f in (spec.source, spec.ptxas_log, spec.cubin) if f]
+    for t in getattr(m, "triton", ()):
+        files += [f for f in (t.module, t.config_file) if f]
     files += [d.path for d in m.devices.values() if d.path]
     return files
 
@@ -477,7 +479,7 @@ def _sets(values: tuple[str, ...]) -> dict[str, int]:
 @click.argument("target", metavar="matmul|transpose|MANIFEST")
 @devices_option
 @click.option("--kernel", default=None, metavar="NAME",
-              help="The tuning entry of MANIFEST to rank (one with a 'space:').")
+              help="The entry of MANIFEST to rank (one with a 'space:', or a 'triton:' entry).")
 @click.option("-n", "size", type=click.IntRange(1, INT32_MAX), default=4096, show_default=True,
               help="Matrix size (n x n) for the shipped families; any n, edge tiles are guarded.")
 @click.option("--set", "sets", multiple=True, metavar="NAME=N",
@@ -489,15 +491,21 @@ def _sets(values: tuple[str, ...]) -> dict[str, int]:
                    "24 template instances).")
 @click.option("--max-instances", type=click.IntRange(1, 1_000_000), default=256,
               show_default=True, help="Refuse more template instances in one compile.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "kernel_tuner"]),
-              default=None, help="kernel_tuner: the pruned space as restrictions, as JSON.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "kernel_tuner", "vllm"]),
+              default=None, help="kernel_tuner: the pruned space as restrictions, as JSON. "
+                                 "vllm (triton entries): a config file per device into -o DIR.")
 @click.option("--store", default=None, metavar="FILE.json",
               help="A `measure --store` file: show the measured best for this GPU, if any.")
+@click.option("-o", "--output", default=None, metavar="DIR",
+              help="With --format vllm: the folder for the config files (made if missing).")
+@click.option("--table", "table_path", default=None, metavar="FILE.json",
+              help="Triton entries: write the table make_prune_hook reads.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout (stable field names).")
 @translate_errors
 def tile(target: str, device: tuple[str, ...], kernel: str | None, size: int,
          sets: tuple[str, ...], max_points: int, max_compiles: int, max_instances: int,
-         fmt: str | None, store: str | None, as_json: bool) -> None:
+         fmt: str | None, store: str | None, output: str | None, table_path: str | None,
+         as_json: bool) -> None:
     """Which tile size? The shipped families, or the tuning space of your own kernel.
 
     `occupancy tile matmul -d gtx1080 -n 4096`: every candidate of kernels/matmul.cu.
@@ -505,11 +513,22 @@ def tile(target: str, device: tuple[str, ...], kernel: str | None, size: int,
     entry's space, compiled for the device (registers from the real compiler), solved,
     pruned (cannot launch, spills) and ranked by the model, with the pick and why.
     Repeat -d for several GPUs: one table each, in order (--json: a list in that order).
+    `occupancy tile m.yaml --kernel fused_moe -d l4 -d rtx5090`: a triton entry's configs
+    compiled offline per device, with Triton's own fit check and the rank per size.
     """
     from occupancy.inputs.profiles import load_device
 
     devs = [load_device(d) for d in device]
     fmt = "json" if as_json else (fmt or "text")
+    if kernel is not None and os.path.isfile(target):
+        from occupancy.inputs.manifest.triton import find_kind
+
+        if find_kind(target, kernel) == "triton":
+            _tile_triton(target, kernel, devs, fmt, output, table_path)
+            return
+    if fmt == "vllm" or output or table_path:
+        raise InputError("--format vllm, -o and --table are for a triton entry "
+                         "(MANIFEST --kernel NAME naming a 'triton:' entry)")
     if kernel is None and target not in ("matmul", "transpose"):
         if not os.path.exists(target):
             raise InputError(f"'{target}' is neither matmul nor transpose nor a manifest file: "
@@ -575,6 +594,58 @@ def _tile_one(target: str, dev: Any, spec: Any, size: int, caps: tuple[int, int,
             click.echo(f"Not measured on {inert(dev.name)} ({inert(store)} has no entry): the model's "
                        "pick above stands")
     return None
+
+
+def _tile_triton(manifest: str, kernel: str, devs: list[Any], fmt: str, output: str | None,
+                 table_path: str | None) -> None:
+    """tile for a `triton:` entry: compile, rank per device, then the chosen outputs."""
+    import json
+
+    from occupancy.inputs.manifest.triton import load_triton
+    from occupancy.tune.triton_space import rank_entry, vllm_file_name
+
+    if fmt == "kernel_tuner":
+        raise InputError("--format kernel_tuner is for tuning entries; a triton entry has "
+                         "text, json and vllm")
+    if fmt == "vllm" and not output:
+        raise InputError("--format vllm writes one file per device: give -o DIR")
+    spec = load_triton(manifest, kernel)
+    inputs = [f for f in (spec.manifest, spec.module, spec.config_file) if f]
+    tile = rank_entry(spec, devs)
+    if table_path:
+        write_output(table_path, json.dumps(tile.table(), indent=1) + "\n", inputs)
+    if fmt == "vllm":
+        from occupancy.inputs.safety import inert
+
+        assert output is not None
+        _make_folder(output)
+        for d in tile.devices:
+            configs, notes = tile.vllm_file(d)
+            path = os.path.join(output, vllm_file_name(spec, d.device))
+            text = json.dumps({str(m): c for m, c in sorted(configs.items())}, indent=4) + "\n"
+            write_output(path, text, inputs)
+            click.echo(f"{inert(path)}: {len(configs)} sizes" + "".join(
+                f"\n  {inert(n)}" for n in notes))
+        return
+    if fmt == "json":
+        from occupancy.output.triton_view import tile_dicts
+
+        _emit_json(tile_dicts(tile))
+        return
+    from occupancy.output.triton_view import tile_view
+
+    _console().print(tile_view(tile))
+
+
+def _make_folder(path: str) -> None:
+    from occupancy.inputs.safety import inert
+
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise InputError(f"-o {inert(path)}: not a folder")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"-o {inert(path)}: cannot make the folder: {exc.strerror}") from None
 
 
 @main.command()

@@ -19,7 +19,7 @@ def _modules_after(code: str) -> set[str]:
 
 def test_cli_import_is_light() -> None:
     mods = _modules_after("import occupancy.cli")
-    assert not {"cupy", "matplotlib", "numpy"} & mods
+    assert not {"cupy", "matplotlib", "numpy", "triton"} & mods
 
 
 def test_calc_path_is_light() -> None:

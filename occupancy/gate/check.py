@@ -10,100 +10,18 @@ every other pair is still judged. Resources come from a resolver the caller pass
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from occupancy.build.resolve import given_resources
 from occupancy.build.resources import KernelResources
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
-from occupancy.core.solver import LIMIT_NAMES, OccupancyResult, cliffs, solve
-from occupancy.core.words import limiters, pct
+from occupancy.gate.judge import Verdict, error_verdict, verdict
 from occupancy.inputs.manifest import KernelSpec, Manifest
-from occupancy.inputs.safety import inert
 
-
-@dataclass(frozen=True)
-class Verdict:
-    kernel: str
-    device: str
-    line: int
-    status: str  # "pass", "fail" or "error"
-    problems: tuple[str, ...]
-    result: OccupancyResult | None = None
-    resources: KernelResources | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "pass"
-
-    @property
-    def active_blocks_per_sm(self) -> int:
-        return self.result.active_blocks_per_sm if self.result else 0
-
-    @property
-    def occupancy(self) -> float:
-        return self.result.occupancy if self.result else 0.0
-
-    @property
-    def limiters(self) -> tuple[str, ...]:
-        return tuple(n for n in LIMIT_NAMES if self.result and n in self.result.limiters)
-
-    @property
-    def registers_per_thread(self) -> int | None:
-        return self.resources.registers_per_thread if self.resources else None
-
-    @property
-    def registers_source(self) -> str:
-        return self.resources.source if self.resources else ""
+__all__ = ["Resolver", "Verdict", "error_verdict", "evaluate", "exit_code", "tally", "verdict"]
 
 
 Resolver = Callable[[KernelSpec, Device], KernelResources]
-
-
-def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
-    """Can it launch, does it reach its floor, does it keep the register / spill rules."""
-    bound = spec.max_threads_per_block or res.max_threads_per_block
-    if spec.max_threads_per_block and res.max_threads_per_block:
-        bound = min(spec.max_threads_per_block, res.max_threads_per_block)
-    static = spec.static_shared_memory if spec.static_shared_memory is not None \
-        else res.static_shared_memory
-    regs = res.registers_per_thread  # the manifest's number when no binary or source is given
-    barriers = spec.barriers if spec.barriers is not None else max(res.barriers, 1)
-    r = solve(dev, spec.threads, regs, static, spec.dynamic_shared_memory, spec.carveout, bound,
-              barriers, opt_in=spec.opt_in_shared_memory, virtual_resources=spec.virtual_resources,
-              cluster=spec.cluster or res.cluster_dims, grid=spec.grid)
-    problems = list(r.cannot_launch)
-    if r.launchable and r.occupancy < spec.min_occupancy:
-        limiter = limiters(r.limiters)
-        fix = ""
-        reg_cliff, smem_cliff = cliffs(dev, r)
-        if "registers" in r.limiters and reg_cliff.gain_at is not None:
-            fix = (f": use <= {reg_cliff.gain_at} registers for {reg_cliff.gain_blocks} "
-                   f"block{'s' if reg_cliff.gain_blocks != 1 else ''}")
-        elif "shared_memory" in r.limiters and smem_cliff.gain_at is not None:
-            fix = (f": use <= {smem_cliff.gain_at:,} B of shared memory per block for "
-                   f"{smem_cliff.gain_blocks} blocks")
-        elif "warps" in r.limiters or "blocks" in r.limiters:
-            fix = ": change the block size"
-        problems.append(f"occupancy {pct(r.occupancy)} is below the floor of "
-                        f"{pct(spec.min_occupancy)} (limited by {limiter}{fix})")
-    if spec.max_registers is not None and regs > spec.max_registers:
-        problems.append(f"{regs} registers per thread exceed max_registers {spec.max_registers}"
-                        f" ({res.source})")
-    if spec.no_spills and res.spills:
-        problems.append(f"spills {res.spill_stores_bytes} B stored / {res.spill_loads_bytes} B "
-                        f"loaded per thread ({res.source}); no_spills is set")
-    elif spec.no_spills and res.spills_unknown and res.stack_frame_bytes > 0:
-        problems.append(f"a {res.stack_frame_bytes} B stack frame per thread ({res.source}): "
-                        "local memory, from spills or local arrays (a binary does not tell them "
-                        "apart); no_spills is set")
-    return Verdict(spec.name, dev.key, spec.line, "fail" if problems else "pass",
-                   tuple(problems), r, res)
-
-
-def error_verdict(spec: KernelSpec, device: str, message: str, line: int | None = None
-                  ) -> Verdict:
-    return Verdict(spec.name, device, line or spec.line, "error", (inert(message),))
 
 
 def evaluate(manifest: Manifest, resolve: Resolver | None = None,
@@ -111,7 +29,8 @@ def evaluate(manifest: Manifest, resolve: Resolver | None = None,
              ) -> list[Verdict]:
     """Every kernel on every device it targets, in manifest order; an entry, device or
     compile that fails is an error verdict, and the others are still judged.
-    `prepare` sees every (spec, device) pair first (the toolchain compiles them in parallel)."""
+    `prepare` sees every (spec, device) pair first (the toolchain compiles them in parallel).
+    Triton entries give one verdict per config x device (gate/triton_check.py)."""
     pairs = [(s, manifest.devices[d]) for s in manifest.kernels if s.error is None
              for d in s.devices if d in manifest.devices]
     if prepare is not None:
@@ -131,6 +50,11 @@ def evaluate(manifest: Manifest, resolve: Resolver | None = None,
                 out.append(verdict(spec, dev, res))
             except OccupancyError as exc:
                 out.append(error_verdict(spec, dev.key, str(exc)))
+    if manifest.triton:
+        from occupancy.gate.triton_check import triton_verdicts
+
+        out += triton_verdicts(manifest)
+        out.sort(key=lambda v: v.line)  # stable: manifest order, each entry's own order kept
     return out
 
 

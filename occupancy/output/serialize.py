@@ -273,6 +273,7 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         "resources_source": res.source if res else None,
         "registers_source": res.source if res else None,
         "problems": list(v.problems),
+        **({"config": dict(v.config)} if v.config is not None else {}),
         **({"cluster": list(r.cluster.cluster), "active_clusters": r.cluster.active_clusters,
             "active_clusters_bounds": [r.cluster.lower, r.cluster.upper],
             "active_clusters_source": r.cluster.source} if r and r.cluster else {}),

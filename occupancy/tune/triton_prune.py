@@ -26,15 +26,15 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from occupancy.core.errors import FileError, OccupancyError
+from occupancy.core.errors import OccupancyError
+from occupancy.inputs.triton_configs import (  # noqa: F401 - re-exported: the public place
+    CONFIG_CAP,
+    ConfigFileError,
+    parse_config_file,
+    read_config_file,
+)
 
 TABLE_FORMAT = "occupancy.triton-table/1"
-CONFIG_CAP = 4 * 1024 * 1024
-_WARPS = (1, 2, 4, 8, 16, 32)
-
-
-class ConfigFileError(FileError):
-    """A vLLM/SGLang config file or a table that cannot be used."""
 
 
 def config_key(config: Mapping[str, Any]) -> str:
@@ -44,52 +44,6 @@ def config_key(config: Mapping[str, Any]) -> str:
     tail = [(k, config[k]) for k in opts if k in config and
             not (k == "num_ctas" and config[k] == 1) and config[k] is not None]
     return ",".join(f"{k}={v}" for k, v in [*meta, *tail])
-
-
-def _check_entry(size: str, entry: Any, path: str) -> dict[str, int]:
-    if not isinstance(entry, dict) or not entry:
-        raise ConfigFileError(f"batch size {size!r}: a config is an object of integers, "
-                              f"got {type(entry).__name__}", path)
-    for k, v in entry.items():
-        if not isinstance(k, str) or not k.isidentifier():
-            raise ConfigFileError(f"batch size {size!r}: {k!r} is not a parameter name", path)
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1 << 20:
-            raise ConfigFileError(f"batch size {size!r}: {k} must be an integer 0..1048576, "
-                                  f"got {v!r}", path)
-    for need in ("num_warps", "num_stages"):
-        if need not in entry:
-            raise ConfigFileError(f"batch size {size!r}: no {need}", path)
-    if entry["num_warps"] not in _WARPS:
-        raise ConfigFileError(f"batch size {size!r}: num_warps must be one of "
-                              f"{', '.join(map(str, _WARPS))}, got {entry['num_warps']}", path)
-    return dict(entry)
-
-
-def parse_config_file(text: str, path: str) -> dict[int, dict[str, int]]:
-    """{M: config} from a config file's text; ConfigFileError (one line) if malformed."""
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        line = getattr(e, "lineno", None)
-        msg = getattr(e, "msg", str(e))
-        raise ConfigFileError(f"not JSON: {msg}", path, line) from None
-    if not isinstance(data, dict) or not data:
-        raise ConfigFileError("a config file is a JSON object {\"<batch size>\": {config}}", path)
-    out: dict[int, dict[str, int]] = {}
-    for size, entry in data.items():
-        if not (size.isascii() and size.isdigit()) or int(size) < 1 or len(size) > 9:
-            raise ConfigFileError(f"{size[:40]!r} is not a batch size (a positive integer)", path)
-        out[int(size)] = _check_entry(size, entry, path)
-    return dict(sorted(out.items()))
-
-
-def read_config_file(path: str | os.PathLike[str]) -> dict[int, dict[str, int]]:
-    """A vLLM / SGLang fused-MoE config file: {M: {"BLOCK_SIZE_M": .., "num_warps": ..}}."""
-    from occupancy.inputs.files import display, read_text
-
-    text = read_text(path, ConfigFileError, CONFIG_CAP, f"{display(path)} (a JSON config file)",
-                     "config file")
-    return parse_config_file(text, display(path))
 
 
 def write_config_file(path: str | os.PathLike[str], configs: Mapping[int, Mapping[str, Any]]

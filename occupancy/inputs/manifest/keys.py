@@ -3,6 +3,8 @@
 A manifest (YAML) lists kernels. An entry is one of these kinds:
 - `launch`: a launch config `check` judges (numbers, a source to compile, a log or a binary);
 - `tune`: a tuning space `tile` ranks and `measure` times (it has `space:` or `args:`);
+- `triton`: a @triton.jit kernel and its configs (it has `triton:`): `tile` compiles and
+  ranks the configs per device, `check` gates each config on each device.
 Every reader (gate/check, tune/spaces) takes its keys and value parsers from here, so a new
 key is one row below and one parser.
 """
@@ -23,8 +25,10 @@ from occupancy.inputs.safety import INT32_MAX, check_define_name, define_value, 
 
 MAX_KERNELS = 10_000
 MAX_DEVICES = 64
-LAUNCH, TUNE = "launch", "tune"
+LAUNCH, TUNE, TRITON = "launch", "tune", "triton"
 BOTH = frozenset({LAUNCH, TUNE})
+ALL = frozenset({LAUNCH, TUNE, TRITON})
+_TT = frozenset({TUNE, TRITON})
 
 
 @dataclass(frozen=True)
@@ -35,18 +39,18 @@ class Key:
 
 # every key an entry may have (the top level's are TOP_KEYS)
 KEYS: dict[str, Key] = {
-    "name": Key(BOTH, "the entry's name (check's label, tile's --kernel)"),
+    "name": Key(ALL, "the entry's name (check's label, tile's --kernel)"),
     "source": Key(BOTH, "the .cu/.cuh file to compile, relative to the manifest"),
     "function": Key(BOTH, "the kernel's name in the source: plain, ns::qualified, k<32>, mangled"),
     "defines": Key(BOTH, "macros: {TILE: 32, FAST: true}; in a space, expressions of its names"),
     "include_dirs": Key(BOTH, "folders for #include, relative to the manifest"),
     "flags": Key(BOTH, "compiler flags from the accepted list"),
-    "devices": Key(BOTH, "device names or profile paths (else the top-level devices)"),
-    "min_occupancy": Key(BOTH, "the occupancy floor, a fraction 0-1"),
+    "devices": Key(ALL, "device names or profile paths (else the top-level devices)"),
+    "min_occupancy": Key(ALL, "the occupancy floor, a fraction 0-1"),
     "no_spills": Key(BOTH, "true: any spill is a failure"),
     "carveout": Key(BOTH, "the preferred shared-memory carveout, percent 0-100"),
     "block": Key(BOTH, "threads per block: 256 or [x, y, z] (in a space: expressions)"),
-    "grid": Key(BOTH, "blocks in the grid: n or [x, y, z] (in a space: expressions)"),
+    "grid": Key(ALL, "blocks in the grid: n or [x, y, z] (in a space or triton: expressions)"),
     "dynamic_shared_memory": Key(BOTH, "dynamic shared memory per block: 48K (in a space: an expression)"),
     "registers": Key(frozenset({LAUNCH}), "registers per thread, from ptxas -v"),
     "static_shared_memory": Key(frozenset({LAUNCH}), "static shared memory per block: 8K"),
@@ -61,13 +65,19 @@ KEYS: dict[str, Key] = {
     "cluster": Key(frozenset({LAUNCH}), "thread-block cluster: n or [x, y, z]"),
     "virtual_resources": Key(frozenset({LAUNCH}), "Blackwell: the block's virtual resources"),
     "link": Key(frozenset({LAUNCH}), "other sources device-linked with 'source:' (-rdc builds)"),
-    "space": Key(frozenset({TUNE}), "tuning parameters: {TILE: [16, 32]}"),
-    "restrict": Key(frozenset({TUNE}), "conditions a point must meet"),
-    "problem": Key(frozenset({TUNE}), "problem sizes: {M: 4096}"),
+    "space": Key(_TT, "tuning parameters: {TILE: [16, 32]} (triton: also num_warps, num_stages)"),
+    "restrict": Key(_TT, "conditions a point must meet"),
+    "problem": Key(_TT, "problem sizes: {M: 4096} (triton: one may be a list, M: [1, 16, 64])"),
     "work": Key(frozenset({TUNE}), "{flops: EXPR, dram_bytes: EXPR}"),
     "args": Key(frozenset({TUNE}), "the kernel's arguments in launch order"),
     "reference": Key(frozenset({TUNE}), "a NumPy expression of the inputs, or another entry's name"),
     "tolerance": Key(frozenset({TUNE}), "the relative error a result may have, 0-1"),
+    "triton": Key(frozenset({TRITON}), "the @triton.jit function: path/to/module.py:name"),
+    "signature": Key(frozenset({TRITON}), "runtime arguments' types: {a_ptr: '*fp16', M: i32}"),
+    "constexprs": Key(frozenset({TRITON}), "constexpr arguments every config shares"),
+    "configs": Key(frozenset({TRITON}), "a vLLM/SGLang config JSON file, or a list of configs"),
+    "values": Key(frozenset({TRITON}), "integer arguments as expressions: {EM: 'M * 2'}"),
+    "unaligned": Key(frozenset({TRITON}), "pointer arguments not 16-byte aligned"),
 }
 DEFAULT_KEYS = {"include_dirs", "flags", "defines"}  # top-level defaults for every entry
 TOP_KEYS = {"devices", "min_occupancy", "kernels", "compilers", *DEFAULT_KEYS}
@@ -79,8 +89,11 @@ def keys_of(kind: str) -> set[str]:
 
 
 def entry_kind(entry: object) -> str:
-    """`tune` for an entry with a tuning space or launch arguments (a reference kernel that
-    another entry's `reference:` names); `launch` for everything else."""
+    """`triton` for an entry naming a @triton.jit function; `tune` for an entry with a
+    tuning space or launch arguments (a reference kernel that another entry's `reference:`
+    names); `launch` for everything else."""
+    if isinstance(entry, dict) and "triton" in entry:
+        return TRITON
     return TUNE if isinstance(entry, dict) and ("space" in entry or "args" in entry) else LAUNCH
 
 

@@ -17,10 +17,12 @@ from occupancy.inputs.manifest.keys import (
     LAUNCH,
     MAX_KERNELS,
     TOP_KEYS,
+    TRITON,
     Defaults,
     EntryError,
     ManifestError,
     device_names,
+    entry_kind,
     fraction,
     integer,
     keys_of,
@@ -30,6 +32,7 @@ from occupancy.inputs.manifest.keys import (
     tuning_entry,
     unknown_key,
 )
+from occupancy.inputs.manifest.triton import TritonSpec, read_entry
 from occupancy.inputs.profiles import load_device
 from occupancy.inputs.safety import INT32_MAX, check_function, inert
 
@@ -85,6 +88,8 @@ class Manifest:
     kernels: tuple[KernelSpec, ...]
     devices: dict[str, Device]  # every device that loaded, by the name used
     device_errors: dict[str, tuple[str, int]] = field(default_factory=dict)  # why, line
+    triton: tuple[TritonSpec, ...] = ()  # `triton:` entries (one that cannot be read is
+    # an error entry of `kernels`)
 
 
 class _Entry:
@@ -289,6 +294,8 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
         raise ManifestError(f"more than {MAX_KERNELS:,} kernel entries: split the manifest", spath,
                             doc.line("kernels"))
     specs: list[KernelSpec] = []
+    tritons: list[TritonSpec] = []
+    where: dict[int, int] = {}  # id of a spec -> its entry's index
     for i, entry in enumerate(kernels):
         start = doc.line("kernels", i) or 1
         if tuning_entry(entry):
@@ -297,15 +304,34 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
             if not isinstance(entry, dict):
                 raise EntryError(f"kernel entry {i + 1} must be a mapping with at least name and "
                                   "block", start)
+            if entry_kind(entry) == TRITON:
+                t = read_entry(doc, p, i, default_devices or (), floor)
+                if not t.devices:
+                    raise EntryError("no devices: add 'devices:' at the top of the manifest or "
+                                     "to this kernel", start)
+                tritons.append(t)
+                where[id(t)] = i
+                continue
             specs.append(_Entry(doc, i, p.parent).spec(default_devices, floor, defaults))
         except EntryError as exc:
             name = entry.get("name") if isinstance(entry, dict) else None
             label = f"kernel '{inert(name)}': " if isinstance(name, str) and name else ""
             specs.append(_broken_spec(entry, i, exc.line or start, f"{label}{exc}",
                                       default_devices))
+        where[id(specs[-1])] = i
+    devices, errors = _load_devices(doc, p, [*specs, *tritons], where)
+    return Manifest(spath, tuple(specs), devices, errors, tuple(tritons))
+
+
+def _load_devices(doc: YamlDoc, p: Path, specs: list[KernelSpec | TritonSpec],
+                  where: dict[int, int]) -> tuple[dict[str, Device], dict[str, tuple[str, int]]]:
+    """Every device the entries name, loaded once; one that cannot be read is its reason and
+    the line that named it (the entry's own devices, or the top level's)."""
+    kernels = doc.data["kernels"]
     devices: dict[str, Device] = {}
     errors: dict[str, tuple[str, int]] = {}
-    for index, spec in enumerate(specs):
+    for spec in specs:
+        index = where[id(spec)]
         for j, d in enumerate(spec.devices):
             if d in devices or d in errors or d == "-":
                 continue
@@ -319,4 +345,4 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
                 line = (doc.line("kernels", index, "devices", j) if own
                         else doc.line("devices", j)) or spec.line
                 errors[d] = (str(exc), line)
-    return Manifest(spath, tuple(specs), devices, errors)
+    return devices, errors

@@ -102,6 +102,10 @@ class _TuneEntry:
                                 f"{', '.join(map(inert, tunable)) or 'none'}); --kernel names one",
                                 self.spath, doc.line("kernels"))
         self.index, self.e = found[0]
+        if "triton" in self.e:
+            raise ManifestError(f"kernel '{inert(kernel)}' is a triton entry: occupancy tile "
+                                "and occupancy check take it (measure does not time Triton "
+                                "configs yet)", self.spath, self.line())
         self.known: set[str] = set()
 
     def line(self, *key: Any) -> int | None:
