@@ -18,6 +18,7 @@ import resource
 import signal
 import subprocess
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from types import FrameType
 
@@ -108,5 +109,7 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 def install_signal_handlers() -> None:
     """SIGINT and SIGTERM end the tools, then unwind this process (the CLI calls this)."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set handlers (the CLI run from a test's thread)
     for s in _SIGNALS:
         signal.signal(s, _on_signal)
