@@ -314,7 +314,7 @@ def test_reference_transpose_of_a_scalar_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("function", [
     '"k<T>\\n#include \\"/dev/zero\\""', '"k<T>; int x"', '"k<T> // c"', '"k<T>{}"',
-    '"#define k"', '"k<T>\\u2028"', '"k<T)>"'])
+    '"#define k"', '"k<T>\\u2028"', '"k<T)>"', '"ns::\\nk<T>"'])
 def test_function_is_a_cpp_name_before_it_reaches_a_file(tmp_path: Path, function: str) -> None:
     _tile_error(tmp_path, "not a C++ name", function=function)
     (tmp_path / "m.yaml").write_text("devices: [a100]\nkernels:\n  - {name: k, block: 256, "
