@@ -47,7 +47,8 @@ def _procs_mentioning(text: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130),
+                                           (signal.SIGHUP, 129)])
 def test_a_signal_mid_compile_ends_the_compiler_and_its_temp_folders(
         tmp_path: Path, sig: int, code: int) -> None:
     _nvcc()
