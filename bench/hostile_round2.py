@@ -204,6 +204,13 @@ def _procs_mentioning(text: str) -> list[int]:
     return found
 
 
+def _as_in_a_terminal() -> None:
+    """A foreground command: a bench started in the background (nohup, &) has SIGINT
+    ignored, and the CLI keeps a signal it inherits ignored, as Python does."""
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def signal_run(d: Path, sig: int, env: dict[str, str]) -> dict[str, object]:
     """Compile a slow kernel, send `sig` once a compiler child runs; what is left after."""
     (d / "slow.cu").write_text(SLOW_CU)
@@ -213,7 +220,7 @@ def signal_run(d: Path, sig: int, env: dict[str, str]) -> dict[str, object]:
     tmp.mkdir()
     p = subprocess.Popen([sys.executable, "-m", "occupancy", "check", "m.yaml"], cwd=d,
                          env={**env, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, preexec_fn=_as_in_a_terminal)
     deadline = time.monotonic() + 60
     while not _procs_mentioning(str(tmp)) and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -33,6 +33,13 @@ def _nvcc() -> None:
         pytest.skip("nvcc not found")
 
 
+def _as_in_a_terminal() -> None:
+    """The CLI as a foreground command: a test runner started in the background has SIGINT
+    ignored, and the CLI (as Python) keeps a signal it inherits ignored."""
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def _procs_mentioning(text: str) -> list[str]:
     """Processes (not this one) whose command line names `text`."""
     found = []
@@ -48,7 +55,8 @@ def _procs_mentioning(text: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130),
+                                           (signal.SIGHUP, 129)])
 def test_a_signal_mid_compile_ends_the_compiler_and_its_temp_folders(
         tmp_path: Path, sig: int, code: int) -> None:
     _nvcc()
@@ -59,7 +67,9 @@ def test_a_signal_mid_compile_ends_the_compiler_and_its_temp_folders(
     tmp.mkdir()
     env = {**os.environ, **ENV, "TMPDIR": str(tmp), "OCCUPANCY_CACHE_DIR": str(tmp_path / "cache")}
     p = subprocess.Popen([sys.executable, "-m", "occupancy", "check", "m.yaml"], cwd=tmp_path,
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_as_in_a_terminal)
+    left: list[str] = []
     try:
         deadline = time.monotonic() + 60
         while not any("cicc" in c or "ptxas" in c or "cudafe" in c
@@ -69,12 +79,13 @@ def test_a_signal_mid_compile_ends_the_compiler_and_its_temp_folders(
         time.sleep(0.3)
         p.send_signal(sig)
         out, err = p.communicate(timeout=WALL_S)
+        time.sleep(0.5)
+        left = _procs_mentioning(str(tmp))
     finally:
         p.kill()
-    time.sleep(0.5)
-    left = _procs_mentioning(str(tmp))
-    for line in left:  # never leave them running, even when the test fails
-        os.kill(int(line.split(":")[0]), signal.SIGKILL)
+        time.sleep(0.2)
+        for line in _procs_mentioning(str(tmp)):  # never leave them running, pass or fail
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
     assert p.returncode == code, (p.returncode, err[-500:])
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert not left, left
@@ -321,7 +332,7 @@ def test_reference_transpose_of_a_scalar_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("function", [
     '"k<T>\\n#include \\"/dev/zero\\""', '"k<T>; int x"', '"k<T> // c"', '"k<T>{}"',
-    '"#define k"', '"k<T>\\u2028"', '"k<T)>"'])
+    '"#define k"', '"k<T>\\u2028"', '"k<T)>"', '"ns::\\nk<T>"'])
 def test_function_is_a_cpp_name_before_it_reaches_a_file(tmp_path: Path, function: str) -> None:
     _tile_error(tmp_path, "not a C++ name", function=function)
     (tmp_path / "m.yaml").write_text("devices: [a100]\nkernels:\n  - {name: k, block: 256, "

@@ -18,6 +18,7 @@ import resource
 import signal
 import subprocess
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from types import FrameType
 
@@ -25,13 +26,14 @@ GIB = 1 << 30
 COMPILER_MEMORY = 4 * GIB  # nvcc + cicc + ptxas of a CUTLASS-sized kernel stay well under
 TOOL_MEMORY = 2 * GIB  # cuobjdump, nvdisasm, c++filt
 OUTPUT_LIMIT = 256 << 20  # bytes any one file a tool writes may hold (its stdout included)
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _live: set[int] = set()  # process groups (= leader pids) of tools running now
 _stopping = False  # a signal arrived: compile threads start no new tool
 
 
 class Terminated(BaseException):
-    """SIGTERM arrived: unwind (temporary folders go) and exit 128 + the signal."""
+    """SIGTERM (or SIGHUP, the terminal closed) arrived: unwind (temporary folders go) and
+    exit 128 + the signal."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -108,6 +110,10 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def install_signal_handlers() -> None:
-    """SIGINT and SIGTERM end the tools, then unwind this process (the CLI calls this)."""
+    """SIGINT, SIGTERM and SIGHUP end the tools, then unwind this process (the CLI calls
+    this)."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set handlers (the CLI run from a test's thread)
     for s in _SIGNALS:
-        signal.signal(s, _on_signal)
+        if signal.getsignal(s) is not signal.SIG_IGN:  # `nohup`, a background job: keep it so
+            signal.signal(s, _on_signal)

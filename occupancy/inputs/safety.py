@@ -78,7 +78,7 @@ def safe_path(path: str | os.PathLike[str], where: str) -> str:
     return absolute
 
 
-_ID_PATH = re.compile(r"(::\s*)?[A-Za-z_]\w*(\s*::\s*[A-Za-z_]\w*)*")
+_ID_PATH = re.compile(r"(:: *)?[A-Za-z_]\w*( *:: *[A-Za-z_]\w*)*")
 # What template arguments may hold: names, numbers, :: and operators; never what ends a
 # declaration or starts a directive, comment, string or block (; # / " ' { } \ newline).
 _TEMPLATE_ARGS = re.compile(r"[\w :<>,()*&+\-.\[\]|!~^%?=]*")
