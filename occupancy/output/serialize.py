@@ -128,6 +128,7 @@ def listed_dict(k: ListedKernel) -> dict[str, Any]:
 def tune_dict(rep: TuneReport, kernel_tuner: bool = False, stored: dict[str, Any] | None = None,
               store_checked: bool = False) -> dict[str, Any]:
     """`tile MANIFEST --kernel NAME --json`: every point, the pick, the ties, the pruned."""
+    from occupancy.tune.model import predicted_range_ms
     from occupancy.tune.spaces import kernel_tuner_restrictions
 
     def cand(r: Ranked) -> dict[str, Any]:
@@ -145,6 +146,8 @@ def tune_dict(rep: TuneReport, kernel_tuner: bool = False, stored: dict[str, Any
             "waves": (-(-pt.grid_blocks // (occ.active_blocks_per_sm * rep.device.sm_count))
                       if occ and occ.active_blocks_per_sm else None),
             "predicted_ms": pred.predicted_ms if pred else None,
+            # the model's error band on the validation corpus (tune/model.py BAND_RATIO)
+            "predicted_range_ms": list(predicted_range_ms(pred.predicted_ms)) if pred else None,
             "bound": pred.bound if pred else None,
             "resources_source": res.source if res else None,
             # what one warp did on the PTX: shared passes over the conflict-free ones (bank

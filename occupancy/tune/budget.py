@@ -20,9 +20,11 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-# The model's relative error on the validation corpus (docs/model.md), as a log band, and
+from occupancy.tune.model import BAND_RATIO
+
+# The model's error band on the validation corpus (tune/model.py), as a log, and
 # the timing noise within which two medians are the same (repeat runs on the H200: 1-2%).
-MODEL_BAND = math.log(1.15)
+MODEL_BAND = math.log(BAND_RATIO)
 NOISE = 0.02
 Z = 2.0  # standard errors of optimism: a point is skipped only when it is that sure to lose
 

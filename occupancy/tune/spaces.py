@@ -34,7 +34,7 @@ from occupancy.inputs.expr import ExprError, integer
 from occupancy.inputs.manifest.tuning import DTYPES, MAX_ARRAY_BYTES, MAX_POINTS, ArrayArg, TuneSpec
 from occupancy.inputs.safety import INT32_MAX, check_function, inert
 from occupancy.tune.bounds import INSTANCES_PER_BUILD, WorkLimits, check_work, point_defines
-from occupancy.tune.model import MODEL_ERROR, Prediction, predict_work
+from occupancy.tune.model import MEASURED_ON, MODEL_ERROR, Prediction, predict_work
 from occupancy.tune.ptxsim import Traffic
 
 
@@ -287,6 +287,9 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
         best = ok[0].prediction.predicted_ms
         ties = tuple(r for r in ok if r.prediction
                      and r.prediction.predicted_ms <= best * (1 + MODEL_ERROR))
+    if dev.key not in MEASURED_ON:
+        notes.append(f"the model's constants were measured on the H200 only; on {inert(dev.name)} "
+                     "its times are untested: measure --budget settles the order")
     if not spec.work:
         notes.append("no 'work:' given: ranked by occupancy only; add work: {flops, dram_bytes} "
                      "for predicted times")
