@@ -76,7 +76,7 @@ def test_every_profile_without_a_gpu(dev: str, kernel: str) -> None:
 def test_estimates_are_marked_without_a_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
     import occupancy.build.builds as tc
 
-    monkeypatch.setattr(tc, "compiler_for", lambda arch: None)
+    monkeypatch.setattr(tc, "compiler_for", lambda arch, nvcc=None: None)
     report = analyze(load_device("v100"), "matmul", 2048)
     assert all(a.resources.estimated for a in report.analyses)
     every = analyze(load_device("h200"), "transpose", 2048)  # vec and tall too (a KeyError once)

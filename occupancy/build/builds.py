@@ -393,10 +393,14 @@ def _compile(build: Build, want: str | None = None
         return _compile_once(build, want)
     except CompileTimeout:
         raise
-    except CompileError:
+    except CompileError as exc:
         if not build.name_expressions:
             raise
-    return _compile_once(replace(build, name_expressions=()), want)
+        first = exc
+    found, data = _compile_once(replace(build, name_expressions=()), want)
+    if not found:  # the code instantiates nothing itself: the instances' own error stands
+        raise first
+    return found, data
 
 
 def _compile_once(build: Build, want: str | None = None
