@@ -121,13 +121,19 @@ def test_rdc_from_source_on_nvrtc_archs(arch: str, tmp_path: Path) -> None:
     ptx, _ = _nvrtc_ptx(c, b, (RDC / MM).read_text())
     (tmp_path / "k.ptx").write_text(ptx)
     rel = subprocess.run([c.ptxas, f"-arch={arch}", "-v", "-c", str(tmp_path / "k.ptx"), "-o",
-                          os.devnull], capture_output=True, text=True, check=True).stderr
+                          str(tmp_path / "k.cubin")], capture_output=True, text=True,
+                         check=True).stderr
     regs = dict(re.findall(r"Function properties for (\S+)\n.*\n.*Used (\d+) registers", rel))
     for name, smem in (("_Z12tiled_matmulILi32EEvPfPKfS2_ii", 8192),
                        ("_Z12tiled_matmulILi16EEvPfPKfS2_ii", 2048)):
         assert (found[name].registers_per_thread, found[name].static_shared_memory) == \
             (int(regs[name]), smem)
     assert found["_Z11scaled_copyPfPKf"].static_shared_memory == 1024
+    # that relocatable cubin given as a binary: device-linked here (nvJitLink), never 0 B
+    data = (tmp_path / "k.cubin").read_bytes()
+    img = read_binary(str(tmp_path / "k.cubin"), "k.cubin", data)
+    assert {k: v.static_shared_memory for k, v in img.sass[arch].items()} == {
+        "_Z12tiled_matmulILi32EEvPfPKfS2_ii": 8192, "_Z12tiled_matmulILi16EEvPfPKfS2_ii": 2048}
 
 
 def test_manifest_of_rdc_entries_on_four_gpus() -> None:
@@ -289,9 +295,10 @@ def test_host_only_flags_are_accepted_and_compile() -> None:
     flags, defines = check_flags(HOST_ONLY, "t")
     assert "-Xcompiler=-fopenmp" in flags and "-Werror=all-warnings" in flags and not defines
     _need(nvcc_path(), "nvcc")
-    found = compile_build(make_build(RDC / MM, "sm_80", flags=HOST_ONLY,
+    found = compile_build(make_build(RDC / MM, "sm_80", flags=[*HOST_ONLY, "-dc"],
                                      defines={"NO_SCALED_COPY": 1}))
-    assert found["_Z12tiled_matmulILi32EEvPfPKfS2_ii"].static_shared_memory == 8192
+    k = found["_Z12tiled_matmulILi32EEvPfPKfS2_ii"]
+    assert k.static_shared_memory == 8192 and "device-linked" in k.source  # -dc is -rdc too
 
 
 @pytest.mark.parametrize("bad", [
