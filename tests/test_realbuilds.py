@@ -488,3 +488,22 @@ def test_names_as_launches_write_them_from_a_real_build() -> None:
     assert got["soft_max"].status == "pass"
     bad = got["soft_max_two"]
     assert bad.status == "error" and "matches 2 kernels" in bad.problems[0]
+
+
+def test_a_multi_arch_relocatable_fatbin_is_linked_per_arch(tmp_path: Path) -> None:
+    """nvcc -fatbin -rdc=true for sm_80/90/100: every arch's relocatable cubin is linked here
+    and equals what nvlink reports for the same code."""
+    _need(nvcc_path(), "nvcc")
+    _need(cuda_tool("cuobjdump"), "cuobjdump")
+    nvcc = nvcc_path()
+    assert nvcc
+    fat = tmp_path / "k.fatbin"
+    archs = ("sm_80", "sm_90", "sm_100")
+    subprocess.run([nvcc, "-fatbin", "-rdc=true", "-DNO_SCALED_COPY", str(RDC / MM), "-o", str(fat),
+                    *[f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]],
+                   check=True, capture_output=True)
+    img = read_binary(str(fat), "k.fatbin", fat.read_bytes())
+    for arch in archs:
+        _, _, log = rdc_by_hand(arch, [RDC / MM], tmp_path, "-DNO_SCALED_COPY")
+        assert {k: (v.registers_per_thread, v.static_shared_memory)
+                for k, v in img.sass[arch].items()} == nvlink_says(log, arch), arch
