@@ -77,6 +77,13 @@ def llmc_manifest(tmp: Path) -> tuple[Path, int]:
     return m, 4 * (len(files) + 1)
 
 
+def _children_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def measure(manifest: Path, cache: Path, failing: int) -> dict[str, object]:
     env = {**os.environ, "OCCUPANCY_CACHE_DIR": str(cache)}
 
@@ -90,9 +97,15 @@ def measure(manifest: Path, cache: Path, failing: int) -> dict[str, object]:
         return wall, len(data["results"]), data["errors"]
 
     load_before = os.getloadavg()[0]
+    cpu_before = _children_cpu()
     cold, n, errors = once()
+    cold_cpu = _children_cpu() - cpu_before
     warm = min(once()[0] for _ in range(5))
     return {"verdicts": n, "error_verdicts": errors, "cold_s": round(cold, 2),
+            # CPU seconds of the cold run's processes (compilers included) over the cores: what
+            # the cold run would take on this machine with nothing else running, roughly
+            "cold_cpu_s": round(cold_cpu, 1),
+            "cold_s_if_idle_estimate": round(cold_cpu / (os.cpu_count() or 1), 1),
             "warm_s_best_of_5": round(warm, 3), "warm_over_cold": round(warm / cold, 4),
             "load_avg_1min_before": round(load_before, 2),
             "load_avg_1min_after": round(os.getloadavg()[0], 2)}

@@ -451,7 +451,7 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     for f in files:
         listed += list_resources(f, wanted, include_dirs=include_dirs, flags=list(flags))
     if as_manifest:
-        from occupancy.output.terminal import starter_manifest
+        from occupancy.output.starter import starter_manifest
 
         click.echo(starter_manifest(listed, [d.key for d in devs], include_dirs, flags), nl=False)
         return

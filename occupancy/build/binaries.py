@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from occupancy.core.errors import OccupancyError
@@ -122,23 +123,7 @@ def parse_cubin(data: bytes) -> Cubin:
         return data[off:off + size]
 
     named = [(section_name(s[0]), s) for s in sections]
-    # Symbol index -> name, for the per-function records in the global .nv.info.
-    symbols: dict[int, str] = {}
-    entries: set[str] = set()  # FUNC symbols marked STO_CUDA_ENTRY: kernels, not device functions
-    for _, sec in named:
-        if sec[1] == _SHT_SYMTAB and sec[6] >= 24:
-            strtab = sections[sec[4]] if sec[4] < len(sections) else None
-            if strtab is None:
-                continue
-            sym_str = body(strtab)
-            blob = body(sec)
-            for idx in range(len(blob) // 24):
-                st_name, st_info, st_other = struct.unpack_from("<IBB", blob, idx * 24)
-                end = sym_str.find(b"\0", st_name)
-                if 0 <= st_name < len(sym_str) and end >= 0:
-                    symbols[idx] = sym_str[st_name:end].decode("utf-8", errors="replace")
-                    if st_info & 0xF == _STT_FUNC and st_other & _STO_CUDA_ENTRY:
-                        entries.add(symbols[idx])
+    symbols, entries = _symbols(named, sections, body)
     regs: dict[str, int] = {}
     frames: dict[str, int] = {}
     per_fn: dict[str, list[tuple[int, bytes]]] = {}
@@ -174,6 +159,29 @@ def parse_cubin(data: bytes) -> Cubin:
         kernels[fn] = CubinKernel(fn, regs[fn], frames.get(fn, 0), shared.get(fn, 0), barriers,
                                   max_threads, cluster)
     return Cubin(arch, kernels, is_relocatable(data))
+
+
+def _symbols(named: Sequence[tuple[str, tuple[int, ...]]], sections: Sequence[tuple[int, ...]],
+             body: Callable[[tuple[int, ...]], bytes]) -> tuple[dict[int, str], set[str]]:
+    """Symbol index -> name (for the per-function records in the global .nv.info), and the
+    FUNC symbols marked STO_CUDA_ENTRY: kernels, not device functions."""
+    symbols: dict[int, str] = {}
+    entries: set[str] = set()
+    for _, sec in named:
+        if sec[1] == _SHT_SYMTAB and sec[6] >= 24:
+            strtab = sections[sec[4]] if sec[4] < len(sections) else None
+            if strtab is None:
+                continue
+            sym_str = body(strtab)
+            blob = body(sec)
+            for idx in range(len(blob) // 24):
+                st_name, st_info, st_other = struct.unpack_from("<IBB", blob, idx * 24)
+                end = sym_str.find(b"\0", st_name)
+                if 0 <= st_name < len(sym_str) and end >= 0:
+                    symbols[idx] = sym_str[st_name:end].decode("utf-8", errors="replace")
+                    if st_info & 0xF == _STT_FUNC and st_other & _STO_CUDA_ENTRY:
+                        entries.add(symbols[idx])
+    return symbols, entries
 
 
 def is_relocatable(data: bytes) -> bool:

@@ -147,8 +147,10 @@ def _with_nvlink(text: str, sections: LogSections, label: str) -> LogSections:
             continue
         arch = m.group(5) or (archs[0] if len(archs) == 1 else "")
         regs, bars, stack, smem = (int(m.group(i)) for i in range(1, 5))
-        if arch[3:].isdigit() and int(arch[3:]) >= 90 and smem:
-            smem = max(smem - 1024, 0)  # nvlink counts the 1 KB the driver reserves on sm_90+
+        if arch[3:].isdigit() and int(arch[3:]) // 10 == 9 and smem:
+            # nvlink 13 counts the 1 KB the driver reserves in its sm_90 report (3,072 B for
+            # 2 KB declared), not in its sm_100 / sm_120 ones (2,048 B): checked on both
+            smem = max(smem - 1024, 0)
         old = sections.get(arch, {}).get(name)
         sections.setdefault(arch, {})[name] = KernelResources(
             name, regs, smem, bars, stack, old.spill_stores_bytes if old else 0,

@@ -1,0 +1,52 @@
+"""The starter manifest `occupancy resources --manifest` writes: every kernel listed, built
+with the include folders and flags given, so that `occupancy check` builds it as written."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from occupancy.build.resolve import ListedKernel
+
+
+def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str],
+                     include_dirs: Sequence[str] = (), flags: Sequence[str] = ()) -> str:
+    """A manifest for `occupancy check` naming every kernel listed, built with the include
+    folders and flags given (so it compiles as written); each name unique. Paths are
+    absolute, so the file may be saved anywhere. The user sets the blocks."""
+    import json
+    import os
+    import re
+
+    from occupancy.build.names import qualified_name
+
+    seen: dict[tuple[str, str], None] = {}
+    for k in listed:
+        seen.setdefault((k.file, qualified_name(k.resources.demangled or k.resources.function)))
+    key = {".cu": "source", ".cuh": "source", ".cpp": "source", ".cc": "source"}
+    lines = ["# Starter manifest from `occupancy resources --manifest`: set each kernel's block",
+             "# (threads per block at launch) and its dynamic shared memory, then run",
+             "#   occupancy check THIS_FILE",
+             f"devices: {json.dumps(list(devices) or ['a100', 'h100'])}",
+             "min_occupancy: 0.25"]
+    if any(f.endswith(tuple(key)) for f, _ in seen):
+        if include_dirs:
+            lines.append(f"include_dirs: {json.dumps([os.path.abspath(d) for d in include_dirs])}")
+        if flags:
+            lines.append(f"flags: {json.dumps(list(flags))}")
+    lines.append("kernels:")
+    names: set[str] = set()
+    for file, fn in seen:
+        kind = next((v for s, v in key.items() if file.endswith(s)),
+                    "ptxas_log" if file.endswith((".log", ".txt")) else "cubin")
+        base = fn.split("::")[-1]
+        name = re.sub(r"_+", "_", re.sub(r"\W", "_", base)).strip("_") or "kernel"
+        unique, n = name, 2
+        while unique in names:
+            unique, n = f"{name}_{n}", n + 1
+        names.add(unique)
+        lines += [f"  - name: {json.dumps(unique)}",
+                  f"    {kind}: {json.dumps(os.path.abspath(file))}",
+                  f"    function: {json.dumps(fn)}", "    block: 256  # set: threads per block"]
+    return "\n".join(lines) + "\n"
