@@ -66,16 +66,19 @@ def test_committed_gpu_records_match_the_schema() -> None:
     res = ROOT / "bench" / "results"
     shipped = [res / "h200-2026-11-30/measure.json", *sorted(res.glob("h200-validate/matmul-*.json")),
                res / "h200-final/matmul-2048.json", res / "h200-final/transpose-8192.json",
-               res / "h200-final-2/matmul-2048.json", res / "h200-final-2/transpose-8192.json"]
+               res / "h200-final-2/matmul-2048.json", res / "h200-final-2/transpose-8192.json",
+               res / "h200-final-3/matmul-2048.json", res / "h200-final-3/transpose-8192.json"]
     tuned = [*sorted(res.glob("h200-tuning/*-*.json")), *sorted(res.glob("h200-validate/[slt]*-*.json")),
              res / "h200-final/tune-transpose-4096.json",
              *sorted(res.glob("h200-transpose-smem/*.json")),
              *sorted(res.glob("h200-transpose-check/*.json")),
              *sorted(res.glob("h200-layernorm*/*.json")),
              res / "h200-final-2/tune-transpose-4096.json",
-             res / "h200-final-2/tune-layernorm5.json"]
+             res / "h200-final-2/tune-layernorm5.json",
+             *sorted(res.glob("h200-final-3/tune-*.json")), *sorted(res.glob("h200-final-3/budget-*.json")),
+             *sorted(res.glob("h200-corpus/*.json"))]
     tuned = [f for f in tuned if f.name not in ("store.json", "lds-wavefronts.json")]
-    assert len(shipped) == 8 and len(tuned) >= 31
+    assert len(shipped) == 10 and len(tuned) >= 31 + 3 + 19
     for f in shipped:
         _validate(json.loads(f.read_text()), "measure")
     for f in tuned:
