@@ -550,6 +550,17 @@ def tile(target: str, device: tuple[str, ...], kernel: str | None, size: int,
         _emit_json(dicts[0] if len(dicts) == 1 else dicts)
 
 
+def _with_status(what: str, work: Callable[[], Any]) -> Any:
+    """work(), with a spinner on stderr while it runs when stderr is a terminal (compiles of
+    a space take seconds to minutes); nothing extra otherwise (pipes, CI logs, --json)."""
+    if not sys.stderr.isatty():
+        return work()
+    from rich.console import Console
+
+    with Console(stderr=True).status(what):
+        return work()
+
+
 def _tile_one(target: str, dev: Any, spec: Any, size: int, caps: tuple[int, int, int], fmt: str,
               store: str | None) -> dict[str, Any] | None:
     """One device's `tile`: its JSON (returned, printed by the caller), or its table."""
@@ -569,7 +580,10 @@ def _tile_one(target: str, dev: Any, spec: Any, size: int, caps: tuple[int, int,
     from occupancy.tune.spaces import points, rank
 
     pts, removed = points(spec, caps[0], WorkLimits(caps[1], caps[2]))
-    rep = rank(spec, dev, pts, removed)
+    from occupancy.inputs.safety import inert
+
+    rep = _with_status(f"compiling and ranking {len(pts):,} points for {inert(dev.name)}",
+                       lambda: rank(spec, dev, pts, removed))
     stored = None
     if store:
         from occupancy.tune.store import lookup
@@ -584,8 +598,6 @@ def _tile_one(target: str, dev: Any, spec: Any, size: int, caps: tuple[int, int,
 
     _console().print(tune_view(rep))
     if store:
-        from occupancy.inputs.safety import inert
-
         if stored:
             click.echo("Measured best on this GPU (" + inert(store) + "): " + inert(" ".join(
                 f"{k}={v}" for k, v in stored["params"].items())) +
