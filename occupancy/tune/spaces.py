@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,52 +209,14 @@ def check_args(spec: TuneSpec, params: list[str], demangled: str) -> None:
 
 def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int = 0
          ) -> TuneReport:
-    """Compile every point for the device (one build per distinct set of -D macros, all its
-    template instances at once, in parallel, cached), solve, prune, predict, rank."""
-    from occupancy.build.builds import arch_of, compile_build, device_build
-    from occupancy.build.compilers import make_build, parallel_map
+    """Compile every point for the device (see _build_points), solve, prune, predict, rank."""
     from occupancy.build.names import match_kernel
 
-    # one build per distinct set of -D macros and up to INSTANCES_PER_BUILD template
-    # instances (a compile is serial inside; several run in parallel on the cores)
-    instances: dict[tuple[tuple[str, str], ...], list[str]] = {}
-    for pt in pts:
-        seen = instances.setdefault(pt.defines, [])
-        if pt.function not in seen:
-            seen.append(pt.function)
-    order = {(d, fn): i // INSTANCES_PER_BUILD for d, fns in instances.items()
-             for i, fn in enumerate(fns)}
-    groups: dict[Any, list[Point]] = {}
-    for pt in pts:
-        groups.setdefault((pt.defines, order[pt.defines, pt.function]), []).append(pt)
-
-    def build_of(defs: tuple[tuple[str, str], ...], exprs: Sequence[str]) -> Any:
-        return device_build(make_build(
-            spec.source, arch_of(dev), shown=spec.shown_source, include_dirs=spec.include_dirs,
-            flags=spec.flags, defines=dict(defs), name_expressions=exprs), dev)
-
-    builds: dict[Any, Any] = {}
-    for (defs, chunk), members in groups.items():
-        builds[defs, chunk] = build_of(defs, sorted({p.function for p in members
-                                                     if "<" in p.function}))
-    results = dict(zip(builds, parallel_map(compile_build, list(builds.values())), strict=True))
-    # one instance that does not compile fails its whole group's build: build each instance
-    # of such a group on its own, so only that one is marked
-    retry = {(g[0], fn): build_of(g[0], [fn]) for g, members in groups.items()
-             if isinstance(results[g], BaseException) and len(builds[g].name_expressions) > 1
-             for fn in sorted({p.function for p in members})}
-    builds.update(retry)
-    results.update(zip(retry, parallel_map(compile_build, list(retry.values())), strict=True))
-    errors = {k: v for k, v in results.items() if isinstance(v, BaseException)}
-    if len(errors) == len(results):
-        first = next(iter(errors.values()))
-        raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': no point compiles "
-                             f"(check 'function:' and the template arguments): {first}")
+    results, builds, key_of = _build_points(spec, dev, pts)
     out: list[Ranked] = []
     signature_checked = False
     for pt in pts:
-        key = (pt.defines, pt.function) if (pt.defines, pt.function) in retry else \
-            (pt.defines, order[pt.defines, pt.function])
+        key = key_of(pt)
         found = results[key]
         if isinstance(found, BaseException):
             out.append(Ranked(pt, None, None, None, (f"does not compile: {found}",)))
@@ -296,6 +258,53 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
         ok.sort(key=lambda r: -(r.occupancy.occupancy if r.occupancy else 0))
     return TuneReport(spec, dev, (*ok, *pruned), restricted_out, ties if len(ties) > 1 else (),
                       tuple(notes))
+
+
+def _build_points(spec: TuneSpec, dev: Device, pts: Sequence[Point]
+                  ) -> tuple[dict[Any, Any], dict[Any, Any], Callable[[Point], Any]]:
+    """(results, builds, key of a point's build): one build per distinct set of -D macros and
+    up to INSTANCES_PER_BUILD of its template instances (a compile is serial inside; several
+    run on the cores in parallel), cached. A build that fails with several instances is
+    built again one instance at a time, so only the instance that does not compile is
+    marked. No point compiling is an error."""
+    from occupancy.build.builds import arch_of, compile_build, device_build
+    from occupancy.build.compilers import make_build, parallel_map
+
+    instances: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for pt in pts:
+        seen = instances.setdefault(pt.defines, [])
+        if pt.function not in seen:
+            seen.append(pt.function)
+    order = {(d, fn): i // INSTANCES_PER_BUILD for d, fns in instances.items()
+             for i, fn in enumerate(fns)}
+    groups: dict[Any, list[Point]] = {}
+    for pt in pts:
+        groups.setdefault((pt.defines, order[pt.defines, pt.function]), []).append(pt)
+
+    def build_of(defs: tuple[tuple[str, str], ...], exprs: Sequence[str]) -> Any:
+        return device_build(make_build(
+            spec.source, arch_of(dev), shown=spec.shown_source, include_dirs=spec.include_dirs,
+            flags=spec.flags, defines=dict(defs), name_expressions=exprs), dev)
+
+    builds: dict[Any, Any] = {g: build_of(g[0], sorted({p.function for p in members
+                                                        if "<" in p.function}))
+                              for g, members in groups.items()}
+    results = dict(zip(builds, parallel_map(compile_build, list(builds.values())), strict=True))
+    retry = {(g[0], fn): build_of(g[0], [fn]) for g, members in groups.items()
+             if isinstance(results[g], BaseException) and len(builds[g].name_expressions) > 1
+             for fn in sorted({p.function for p in members})}
+    builds.update(retry)
+    results.update(zip(retry, parallel_map(compile_build, list(retry.values())), strict=True))
+    errors = [v for v in results.values() if isinstance(v, BaseException)]
+    if len(errors) == len(results):
+        raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': no point compiles "
+                             f"(check 'function:' and the template arguments): {errors[0]}")
+
+    def key_of(pt: Point) -> Any:
+        own = (pt.defines, pt.function)
+        return own if own in retry else (pt.defines, order[own])
+
+    return results, builds, key_of
 
 
 def _predicted(spec: TuneSpec, dev: Device, ranked: list[Ranked]) -> list[Ranked]:
