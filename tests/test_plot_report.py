@@ -65,6 +65,10 @@ def test_plot_png_svg_and_json(tmp_path: Path) -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
     svg = tmp_path / "a100.svg"
     assert run("plot", "-d", "a100", "-o", str(svg)).exit_code == 0
+    # written with the umask's mode, as any file the user asks for (not mkstemp's 0600)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert png.stat().st_mode & 0o777 == svg.stat().st_mode & 0o777 == 0o666 & ~umask
     root = ET.parse(svg).getroot()
     ns = "{http://www.w3.org/2000/svg}"
     assert len(root.findall(f".//{ns}circle")) == 3  # the current point, in each graph

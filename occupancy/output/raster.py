@@ -55,6 +55,9 @@ def save_figure(curves: tuple[Curve, ...], path: str, title: str) -> None:
         raise OccupancyError(f"-o {path}: cannot write there: {exc.strerror}") from None
     try:
         fig.savefig(tmp, dpi=110)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600, as an SVG or a report gets it
         os.replace(tmp, path)
     except (OSError, ValueError) as exc:
         raise OccupancyError(f"-o {path}: cannot write the chart: {exc}") from None
