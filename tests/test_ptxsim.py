@@ -258,3 +258,41 @@ def test_unrolled_loop_merges_row_reads() -> None:
     assert mix["ffma"] == 128 and mix["lds_wavefronts"] == 8 * 4 + 8 * 2  # 8 LDS.128, 8 LDS.64
     t = warp_traffic(build, entry, args, block, grid, 32, sass_ffma=mix["ffma"])
     assert t is not None and t.shared_wavefronts < plain.shared_wavefronts
+
+
+WARP_ROW = """
+.visible .entry rows(.param .u64 p, .param .u32 n)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<6>;
+  .reg .f32 %f<3>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [n];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r2, WARP_SZ;
+  mov.u32 %r3, %tid.x;
+  rem.u32 %r4, %r3, %r2;
+  mov.f32 %f1, 0f00000000;
+$L_loop:
+  setp.ge.s32 %p1, %r4, %r1;
+  @%p1 bra $L_done;
+  mul.wide.s32 %rd3, %r4, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  ld.global.f32 %f2, [%rd4];
+  add.f32 %f1, %f1, %f2;
+  add.s32 %r4, %r4, %r2;
+  bra.uni $L_loop;
+$L_done:
+  ret;
+}
+"""
+
+
+def test_warp_size_constant() -> None:
+    """`warpSize` reaches PTX as the predefined constant WARP_SZ (llm.c's softmax kernels,
+    CUB): a lane strides its row by 32, so a row of 4096 floats is 128 warp loads. Read as
+    0 it made `lane = tid % warpSize` and the stride 0, and the warp looked done after 2."""
+    t = run_warp(WARP_ROW, "rows", [A, 4096], (32,), (1,), whole=True)
+    assert t.complete
+    assert t.global_loads == 128 and t.global_load_lines == 128

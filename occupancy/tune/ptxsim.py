@@ -312,6 +312,8 @@ class _Warp:
                 v: float | int = s[lane] if s else 0
             else:
                 v = r[lane]
+        elif a == "WARP_SZ":
+            v = WARP
         elif a.startswith("-") and a[1:].startswith("%"):
             v = -self.val(a[1:], lane, t)
         elif a[:2] in ("0f", "0F", "0d", "0D") and len(a) > 2:
