@@ -442,3 +442,41 @@ def test_one_instance_that_does_not_compile_spares_the_others(tmp_path: Path) ->
     bad = [c for c in d["candidates"] if c["pruned"]]
     assert ok == [32, 128] and [c["params"]["B"] for c in bad] == [64] and d["pruned"] == 1
     assert "does not compile" in bad[0]["reasons"][0] and "not supported" in bad[0]["reasons"][0]
+
+
+def test_sass_hottest_loop_skips_out_of_line_fallbacks() -> None:
+    """ptxas places a warp-divergent fallback (BRA.DIV's WARPSYNC/SHFL path) after the
+    kernel's EXIT and branches back into the main path: that backward branch is no loop.
+    Counted as one it was the longest 'loop' of cuda-samples' reduce6 (no FFMA anywhere),
+    and the model read a body without loads instead of the grid-stride load loop."""
+    from occupancy.build.binaries import sass_loop_mix
+
+    sass = """
+.text._Z1kPfS_j:
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+.L_x_1:
+        /*0010*/                   LDG.E R3, desc[UR6][R2.64] ;
+        /*0020*/                   FADD R8, R3, R8 ;
+        /*0030*/              @!P1 BRA `(.L_x_1) ;
+        /*0040*/                   BRA.DIV UR4, `(.L_x_3) ;
+        /*0050*/                   SHFL.DOWN PT, R3, R4, 0x10, 0x1f ;
+.L_x_2:
+        /*0060*/                   FADD R7, R8, R7 ;
+        /*0070*/               @P0 EXIT ;
+        /*0080*/                   STG.E desc[UR6][R2.64], R7 ;
+        /*0090*/                   EXIT ;
+.L_x_3:
+        /*00a0*/                   WARPSYNC.COLLECTIVE R9, `(.L_x_4) ;
+        /*00b0*/                   SHFL.DOWN P0, R7, R4, R10, R11 ;
+.L_x_4:
+        /*00c0*/                   FADD R3, R4, R3 ;
+        /*00d0*/                   MOV R4, R3 ;
+        /*00e0*/                   MOV R5, R3 ;
+        /*00f0*/                   BRA `(.L_x_2) ;
+"""
+    mix = dict(sass_loop_mix(sass)["_Z1kPfS_j"])
+    assert mix["loop"] == 1 and mix["ldg"] == 1 and mix["total"] == 3 and mix["stg"] == 0
+    # a predicated EXIT inside a real loop (a return under a condition) keeps the loop
+    looped = sass.replace("/*0020*/                   FADD R8, R3, R8 ;",
+                          "/*0020*/               @P2 EXIT ;")
+    assert dict(sass_loop_mix(looped)["_Z1kPfS_j"])["total"] == 3

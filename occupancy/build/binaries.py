@@ -315,7 +315,7 @@ def kind_of(data: bytes) -> str:
 
 _SASS_FUNC = re.compile(r"^\.text\.(\S+):\s*$")
 _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
-_SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
+_SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                         r"(?:.*?`\((\.L_x_\d+)\))?")
 MIX_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg", "bar",
             "loop", "ldg_batches", "ldg_cover")
@@ -340,6 +340,7 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
     labels: dict[str, dict[str, int]] = {}
     current: str | None = None
     pending: list[str] = []
+    exits: dict[str, list[int]] = {}  # unconditional EXITs per function
     for line in sass.splitlines():
         m = _SASS_FUNC.match(line.strip())
         if m:
@@ -358,14 +359,24 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
             for lab in pending:
                 labels[current][lab] = addr
             pending = []
-            funcs[current].append((addr, m.group(2), m.group(3), m.group(4),
-                                   line[m.end(3) if m.group(3) else m.end(2):]))
+            op = m.group(3)
+            if op == "EXIT" and not m.group(2):
+                exits.setdefault(current, []).append(addr)
+            funcs[current].append((addr, op, m.group(4), m.group(5),
+                                   line[m.end(4) if m.group(4) else m.end(3):]))
     out = {}
     for fn, insns in funcs.items():
         loops = []
         for addr, op, _, target, _ in insns:
             if op == "BRA" and target in labels[fn] and labels[fn][target] < addr:
-                body = [i for i in insns if labels[fn][target] <= i[0] <= addr]
+                start = labels[fn][target]
+                # code that cannot fall through to its branch is no loop: a warp-divergent
+                # fallback placed after the kernel's unconditional EXIT jumps back into the
+                # main path (reduce6's shuffles under BRA.DIV), and would pass for the
+                # longest loop of a kernel without FFMAs
+                if any(start <= e < addr for e in exits.get(fn, ())):
+                    continue
+                body = [i for i in insns if start <= i[0] <= addr]
                 loops.append(body)
         body = max(loops, key=lambda b: (sum(i[1] == "FFMA" for i in b), len(b))) if loops else \
             [i for i in insns if i[1] not in ("NOP", "BRA", "EXIT")]
