@@ -378,7 +378,12 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
                     continue
                 body = [i for i in insns if start <= i[0] <= addr]
                 loops.append(body)
-        body = max(loops, key=lambda b: (sum(i[1] == "FFMA" for i in b), len(b))) if loops else \
+        # the most FFMAs; without any, the most global loads and stores (a kernel's streaming
+        # loop over its data, not the longer unrolled loop of a block's final reduction over
+        # shared memory that only thread 0 runs: llm.c's softmax kernel 4); then the longest
+        body = max(loops, key=lambda b: (sum(i[1] == "FFMA" for i in b),
+                                         sum(i[1] in ("LDG", "STG", "LD", "ST") for i in b),
+                                         len(b))) if loops else \
             [i for i in insns if i[1] not in ("NOP", "BRA", "EXIT")]
         mix = dict.fromkeys(MIX_KEYS, 0)
         mix["loop"] = int(bool(loops))
