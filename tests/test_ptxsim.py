@@ -296,3 +296,56 @@ def test_warp_size_constant() -> None:
     t = run_warp(WARP_ROW, "rows", [A, 4096], (32,), (1,), whole=True)
     assert t.complete
     assert t.global_loads == 128 and t.global_load_lines == 128
+
+
+ATOMICS = """
+extern "C" __global__ void l2_norm(const float* a, float* total, int n) {
+  __shared__ float part[256];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  part[threadIdx.x] = i < n ? a[i] * a[i] : 0.0f;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(total, part[0]);
+}
+extern "C" __global__ void per_block(const float* a, float* totals, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(totals + blockIdx.x, a[i]);
+}
+extern "C" __global__ void counter(const float* a, int* count, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && a[i] >= 0.0f) atomicAdd(count, 1);
+}
+"""
+
+
+def test_atomics_every_block_shares(tmp_path: Path) -> None:
+    """An atomic whose address every block shares (one total) is told from one whose
+    address moves with the block, by running warp 0 of block 0 beside the middle block:
+    thread 0's one atomicAdd per block is 1/8 per warp of a 256-thread block; a per-block
+    total is not contended; every lane adding to one int counter is 32 per warp. The model
+    prices them at the measured H200 rate (bench/results/h200-atomics.json)."""
+    _need_nvcc()
+    from occupancy.build.compilers import make_build
+    from occupancy.tune.model import ATOMIC_FLOAT_NS, ATOMIC_INT_NS, contended_atomic_seconds
+    from occupancy.tune.traffic import warp_traffic
+
+    src = tmp_path / "atomics.cu"
+    src.write_text(ATOMICS)
+    build = make_build(src, "sm_90")
+    n = 1 << 20
+    grid = (n // 256,)
+    norm = warp_traffic(build, "l2_norm", [A, B, n], (256,), grid, 32, whole=True)
+    assert norm is not None and norm.complete
+    assert norm.contended_float_atomics * 8 == 1 and norm.contended_addresses == 1
+    assert norm.contended_int_atomics == 0
+    units = grid[0] * 8
+    assert contended_atomic_seconds(norm, units) == pytest.approx(grid[0] * ATOMIC_FLOAT_NS * 1e-9)
+    own = warp_traffic(build, "per_block", [A, B, n], (256,), grid, 32, whole=True)
+    assert own is not None and own.contended_float_atomics == 0 and own.contended_addresses == 0
+    assert contended_atomic_seconds(own, units) == 0
+    count = warp_traffic(build, "counter", [A, B, n], (256,), grid, 32, whole=True)
+    assert count is not None and count.contended_int_atomics == 32
+    assert contended_atomic_seconds(count, units) == pytest.approx(n * ATOMIC_INT_NS * 1e-9)

@@ -73,6 +73,14 @@ SCHEDULERS_PER_SM = 4
 # blocks, 157 us) is bound by launching them, not by DRAM.
 LAUNCH_OVERHEAD_MS = 0.0028
 BLOCK_LAUNCH_CLOCKS = 157
+# Atomics to one address are serialized where the address lives (its L2 slice), whatever
+# the number of SMs that issue them: measured on the H200 (bench/results/h200-atomics.json,
+# kernels that only add to one counter, 4,096 to 4.2M blocks, 1 to 32 atomics a block),
+# 1.76 ns per float atomicAdd (RED or ATOM alike) and 0.74 ns per integer one. A grid of
+# many small blocks that each add a partial sum to one total (a norm, a reduction) is bound
+# by it: 4.2M blocks x 1 float atomic = 7.4 ms.
+ATOMIC_FLOAT_NS = 1.76
+ATOMIC_INT_NS = 0.74
 # Predictions closer than this are a tie that only a measurement breaks: the model's
 # error on the H200 (the 90th percentile of |predicted / measured - 1| out of sample is
 # about 15%; bench/results/model-check.json).
@@ -93,7 +101,8 @@ ROOF_NAMES = {"fp32": "FP32 issue", "lsu": "the load/store unit (L1 and shared m
               "l2": "L2 bandwidth", "dram": "DRAM bandwidth",
               "scatter": "scattered partial-sector stores",
               "blocks": "the block scheduler (launching the grid's blocks)",
-              "latency": "the load latency on one warp's path (its dependent round trips)"}
+              "latency": "the load latency on one warp's path (its dependent round trips)",
+              "atomics": "atomics to one address (serialized where it lives in L2)"}
 
 
 @dataclass(frozen=True)
@@ -182,6 +191,7 @@ def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) 
     seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
     roofs["blocks"] = block_launch_seconds(dev, k.grid_blocks)
     roofs["latency"] = 0.0  # (the tuning model's warp path; the hand counts have none)
+    roofs["atomics"] = 0.0  # (the tuning model's contended atomics; the hand counts have none)
     # Wave quantization: with one or two waves, the last one runs part-full; on the
     # issue side that idle share of the SMs is lost (the memory side is covered above).
     waves = -(-k.grid_blocks // resident)
@@ -224,6 +234,36 @@ def _warp_path(dev: Device, occ: OccupancyResult, grid_blocks: int, mix: dict[st
     rounds = max(1.0, per_sm / resident)
     ramp = min(resident, per_sm) * BLOCK_LAUNCH_CLOCKS
     return (rounds * trips * DRAM_LATENCY_CLOCKS + ramp) / (dev.boost_clock_mhz * 1e6)
+
+
+def reread_miss_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int, traffic: Traffic,
+                      units: float) -> float:
+    """DRAM bytes of the lines a warp loads a second time (a softmax's or a layernorm's next
+    pass over its row) that L2 no longer holds. The declared bytes count each byte once;
+    between a warp's two loads of a line every resident warp of the GPU streams as much as
+    this one did (its reuse distance), so the re-read hits only while that footprint fits
+    in L2: the same 1 - L2 / footprint as the shipped matmul's panels. llm.c's online
+    softmax at 16,384 x 4,096 (a warp per 16 KB row, 64 warps per SM): 138 MB between the
+    two passes, far over the H200's 50 MB: both read DRAM."""
+    if not traffic.reread_lines or not dev.l2_cache_bytes:
+        return 0.0
+    warps = max(occ.warps_per_block, 1)
+    resident = min(grid_blocks, max(occ.active_blocks_per_sm, 1) * dev.sm_count) * warps
+    footprint = traffic.reread_distance / traffic.reread_lines * resident
+    if footprint <= dev.l2_cache_bytes:
+        return 0.0
+    return units * traffic.reread_lines * 128.0 * (1 - dev.l2_cache_bytes / footprint)
+
+
+def contended_atomic_seconds(traffic: Traffic | None, units: float) -> float:
+    """The floor the grid's atomics to shared addresses set: each address takes them one at
+    a time (ATOMIC_*_NS), the addresses in parallel. From a whole warp run only (`units`:
+    the grid's warps); 0 without one. Measured on the H200 only, like the other constants."""
+    if traffic is None or not traffic.complete or not traffic.contended_addresses:
+        return 0.0
+    ns = (traffic.contended_float_atomics * ATOMIC_FLOAT_NS
+          + traffic.contended_int_atomics * ATOMIC_INT_NS)
+    return units * ns * 1e-9 / traffic.contended_addresses
 
 
 def block_launch_seconds(dev: Device, grid_blocks: int) -> float:
@@ -319,6 +359,8 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
             # a warp has in flight the loads it issues before it first needs one of them:
             # the SASS's batches (the compiler may keep a tile load to a few registers)
             per_warp_bytes = t.load_bytes / t.global_loads * _loads_per_batch(mix, t)
+    if units and traffic is not None and dram_bytes:
+        dram_bytes += reread_miss_bytes(dev, occ, grid_blocks, traffic, units)
     dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
             * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
     # The SM's clock drops under FMA load (FP32_EFFICIENCY holds that drop at a full FFMA
@@ -367,10 +409,11 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     roofs = {"fp32": max(fp32, issue) * stall / busy / fma_hiding,
              "lsu": lsu * stall / busy / fma_hiding,
              "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered,
-             "latency": _warp_path(dev, occ, grid_blocks, mix, traffic)}
+             "latency": _warp_path(dev, occ, grid_blocks, mix, traffic),
+             "atomics": contended_atomic_seconds(traffic, units)}
     hi_c, lo_c = max(roofs["fp32"], roofs["lsu"]), min(roofs["fp32"], roofs["lsu"])
     compute = hi_c + ISSUE_LSU_OVERLAP * lo_c * (lo_c / hi_c if hi_c else 0.0)
-    memory = max(roofs["dram"], roofs["scatter"])
+    memory = max(roofs["dram"], roofs["scatter"], roofs["atomics"])
     if grid_blocks <= occ.active_blocks_per_sm * sms:
         # one round: every warp's path runs beside the traffic of all the others (their
         # round trips queue behind it), the same lo^2/hi overlap as between the sides

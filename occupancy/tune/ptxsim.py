@@ -36,6 +36,7 @@ from occupancy.build.names import split_top
 from occupancy.core.banks import bank_conflicts
 
 MAX_STEPS = 12_000  # warp instructions per run; fixed, no manifest or PTX number changes it
+MAX_ATOMIC_LOG = 1024  # lane atomics whose addresses a run keeps (run_warp's atomic_log)
 MAX_PTX_BYTES = 8 << 20
 WARP = 32
 SHARED_TAG = 1 << 56  # generic addresses of shared memory (cvta.shared)
@@ -46,7 +47,8 @@ ARRAY_STRIDE = 1 << 36  # array i lives at (i + 1) << 36: aligned, never overlap
 FIELDS = ("steps", "flops", "ffma", "shared_wavefronts", "shared_ideal", "shared_accesses",
           "global_loads", "global_load_lines", "global_load_sectors", "load_bytes",
           "global_stores", "global_store_lines", "global_store_sectors",
-          "partial_store_sectors", "barriers", "load_cover", "covered_loads")
+          "partial_store_sectors", "barriers", "load_cover", "covered_loads",
+          "reread_lines", "reread_distance")
 _I = {f: i for i, f in enumerate(FIELDS)}
 
 
@@ -80,6 +82,18 @@ class Traffic:
     load_cover: float  # warp instructions between global loads and the first use of their data
     covered_loads: float  # the loads load_cover sums over
     inner_ffma: float = 0.0  # FFMAs per iteration of the innermost loop that repeated
+    # lane atomics to global memory whose address every block of the grid shares (a norm's
+    # or a total's one counter), floating-point and integer, per warp; and how many such
+    # addresses there are. Set by tune/traffic.py, which runs a second block to tell them
+    # from per-block addresses; one warp's run alone leaves them 0.
+    contended_float_atomics: float = 0.0
+    contended_int_atomics: float = 0.0
+    contended_addresses: float = 0.0
+    # lines the warp loads again that an earlier instruction of its own already loaded or
+    # stored (a softmax's second pass over its row), and the sum over them of the bytes the
+    # warp loaded and stored in between: their reuse distance in the warp's own stream
+    reread_lines: float = 0.0
+    reread_distance: float = 0.0
 
     @property
     def cover(self) -> float:
@@ -301,6 +315,9 @@ class _Warp:
         self.counters = [0.0] * len(FIELDS)
         self.vec_ok: dict[int, bool] = {}
         self.pending: dict[str, float] = {}  # register -> step its global load issued
+        self.atomic_log: list[tuple[int, bool]] = []  # (address, floating-point) per lane
+        self.line_seen: dict[int, float] = {}  # global line -> the warp's line bytes then
+        self.loaded = 0.0  # bytes of lines the warp has loaded or stored so far
 
     # operands
     def val(self, a: str, lane: int, t: str = "b32") -> float | int:
@@ -370,6 +387,9 @@ class _Warp:
                 lo, hi = max(a, s * 32), min(a + width, s * 32 + 32)
                 sectors[s] = sectors.get(s, 0) + (hi - lo)
         if store:
+            for line in lines:  # a later load of what the warp wrote is a re-read too
+                self.line_seen[line] = self.loaded
+            self.loaded += 128.0 * len(lines)
             c[_I["global_stores"]] += 1
             c[_I["global_store_lines"]] += len(lines)
             c[_I["global_store_sectors"]] += len(sectors)
@@ -379,6 +399,13 @@ class _Warp:
             c[_I["global_load_lines"]] += len(lines)
             c[_I["global_load_sectors"]] += len(sectors)
             c[_I["load_bytes"]] += width * len(addrs)
+            for line in lines:
+                seen = self.line_seen.get(line)
+                if seen is not None:
+                    c[_I["reread_lines"]] += 1
+                    c[_I["reread_distance"]] += self.loaded - seen
+                self.line_seen[line] = self.loaded
+            self.loaded += 128.0 * len(lines)
 
     def memory(self, i: int, ins: _Insn, lanes: list[int]) -> bool:
         """Count one warp-wide access; True where it went to global (or local) memory."""
@@ -425,6 +452,10 @@ class _Warp:
                 self.count_shared(addrs, width)
             return False
         self.count_global(addrs, width, store or ins.op == "atom")
+        if ins.op in ("atom", "red") and space == "global" and \
+                len(self.atomic_log) + len(addrs) <= MAX_ATOMIC_LOG:
+            flt = any(p.startswith(("f", "bf")) for p in ins.parts)
+            self.atomic_log.extend((a, flt) for a in addrs)
         return True
 
     def across_iterations(self, i: int, ins: _Insn, addrs: list[int], width: int) -> bool:
@@ -600,19 +631,23 @@ _FLOP = {"fma": 2, "add": 1, "sub": 1, "mul": 1, "mad": 2, "div": 1, "rcp": 1, "
 
 def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
              grid: Sequence[int], banks: int = 32, warp: int = 0, whole: bool = False,
-             unroll: int = 1) -> Traffic:
-    """Run one warp (0 by default) of the middle block of the grid; its traffic per unit
-    (see Traffic). A loop that repeats itself ends the run early (its iteration is the
-    unit) unless `whole`: then only MAX_STEPS does (a kernel without declared FLOPs has
-    nothing that says how many iterations run). `unroll`: how many iterations of the
-    hottest loop ptxas unrolled into one SASS body (see _Warp). PtxError for PTX it cannot
-    follow, whatever went wrong inside."""
+             unroll: int = 1, first_block: bool = False,
+             atomic_log: list[tuple[int, bool]] | None = None) -> Traffic:
+    """Run one warp (0 by default) of the middle block of the grid (of block 0 where
+    `first_block`); its traffic per unit (see Traffic). A loop that repeats itself ends the
+    run early (its iteration is the unit) unless `whole`: then only MAX_STEPS does (a
+    kernel without declared FLOPs has nothing that says how many iterations run).
+    `unroll`: how many iterations of the hottest loop ptxas unrolled into one SASS body
+    (see _Warp). `atomic_log` receives the (address, floating-point) of each lane atomic to
+    global memory, up to MAX_ATOMIC_LOG. PtxError for PTX it cannot follow, whatever went
+    wrong inside."""
     import struct
 
     if warp < 0 or warp * WARP >= math.prod(block):
         raise PtxError(f"{entry}: the block has no warp {warp}")
     try:
-        return _run_warp(ptx, entry, params, block, grid, banks, warp, whole, unroll)
+        return _run_warp(ptx, entry, params, block, grid, banks, warp, whole, unroll,
+                         first_block, atomic_log)
     except PtxError:
         raise
     except (ArithmeticError, ValueError, IndexError, KeyError, TypeError, AttributeError,
@@ -621,14 +656,17 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
 
 
 def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
-              grid: Sequence[int], banks: int, warp: int, whole: bool, unroll: int) -> Traffic:
+              grid: Sequence[int], banks: int, warp: int, whole: bool, unroll: int,
+              first_block: bool = False, atomic_log: list[tuple[int, bool]] | None = None
+              ) -> Traffic:
     k = parse_kernel(ptx, entry)
     names = [n for n, _ in k.params]
     values: dict[str, float | int] = {}
     for (name, t), v in zip(k.params, list(params) + [0] * (len(names) - len(params)),
                             strict=False):
         values[name] = float(v) if t.startswith("f") else int(v)
-    w = _Warp(k, values, block, [max(0, (g - 1) // 2) for g in grid], grid, banks, warp, unroll)
+    where = [0] * len(grid) if first_block else [max(0, (g - 1) // 2) for g in grid]
+    w = _Warp(k, values, block, where, grid, banks, warp, unroll)
     code = k.code
     pcs: list[int | None] = [0] * len(w.lanes)
     snaps: dict[int, list[list[float]]] = {}
@@ -725,6 +763,8 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
     inner = min(fp, key=lambda x: x[0])[3] if fp else 0.0
     if not finished and per_loop:
         unit = max(fp or per_loop, key=lambda x: (x[0], x[1][_I["flops"]] * x[2]))[1]
+    if atomic_log is not None:
+        atomic_log.extend(w.atomic_log)
     return Traffic(complete, len(w.lanes), **dict(zip(FIELDS, unit, strict=True)), inner_ffma=inner)
 
 

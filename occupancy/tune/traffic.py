@@ -24,7 +24,8 @@ from occupancy.tune.ptxsim import Traffic
 def _emulator_hash() -> str:
     """Cached traffic is only as good as the code that counted it: ptxsim and banks."""
     package = Path(__file__).resolve().parent.parent
-    return hashlib.sha256(b"".join((package / f).read_bytes() for f in ("tune/ptxsim.py", "core/banks.py"))
+    return hashlib.sha256(b"".join((package / f).read_bytes()
+                                   for f in ("tune/ptxsim.py", "tune/traffic.py", "core/banks.py"))
                           ).hexdigest()[:16]
 
 
@@ -52,26 +53,65 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
         return Traffic(**json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         pass  # not cached yet, or unreadable: run it
+    first_log: list[tuple[int, bool]] = []
+    last_log: list[tuple[int, bool]] = []
     try:
-        t = run_warp(ptx, entry, args, block, grid, banks, whole=whole)
+        t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, atomic_log=first_log)
         unroll = round(sass_ffma / t.inner_ffma) if t.inner_ffma else 1
         if unroll >= 2:
-            t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, unroll=unroll)
+            first_log.clear()
+            t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, unroll=unroll,
+                         atomic_log=first_log)
     except PtxError:
         return None  # the model goes on without the warp's addresses
     last_warp = (math.prod(block) - 1) // WARP
+    first = t
     if last_warp:
         try:
             t = block_sample(t, run_warp(ptx, entry, args, block, grid, banks, last_warp,
-                                         whole, max(unroll, 1)))
+                                         whole, max(unroll, 1), atomic_log=last_log))
         except PtxError:
-            pass  # warp 0 alone
+            last_log.clear()  # warp 0 alone
+    if first.complete and (first_log or last_log) and math.prod(grid) > 1:
+        t = _contended(t, ptx, entry, args, block, grid, banks, whole, max(unroll, 1),
+                       first_log, last_log, last_warp + 1)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(path.parent, path.name, json.dumps(asdict(t)).encode())
     except OSError:
         pass
     return t
+
+
+def _contended(t: Traffic, ptx: str, entry: str, args: Sequence[float | int],
+               block: Sequence[int], grid: Sequence[int], banks: int, whole: bool, unroll: int,
+               first_log: list[tuple[int, bool]], last_log: list[tuple[int, bool]],
+               warps: int) -> Traffic:
+    """The warp's atomics whose address every block shares: warp 0 of block 0 is run too,
+    and an address both blocks update is one counter the whole grid updates (an address
+    that moves with the block index is not). Per block, warp 0 counts once and the last
+    warp stands for the others (the usual pattern: thread 0 adds the block's partial sum)."""
+    from dataclasses import replace
+
+    from occupancy.tune.ptxsim import PtxError, run_warp
+
+    other: list[tuple[int, bool]] = []
+    try:
+        run_warp(ptx, entry, args, block, grid, banks, 0, whole, unroll, first_block=True,
+                 atomic_log=other)
+    except PtxError:
+        return t
+    shared = {a for a, _ in other}
+
+    def count(log: list[tuple[int, bool]], flt: bool) -> int:
+        return sum(1 for a, f in log if a in shared and f == flt)
+
+    per_block = {flt: count(first_log, flt) + (warps - 1) * count(last_log, flt)
+                 for flt in (True, False)}
+    addresses = {a for a, _ in first_log + last_log if a in shared}
+    return replace(t, contended_float_atomics=per_block[True] / warps,
+                   contended_int_atomics=per_block[False] / warps,
+                   contended_addresses=float(len(addresses)))
 
 
 def _job(args: tuple[Any, ...]) -> Traffic | None:
