@@ -400,3 +400,132 @@ def _timer_at(truth: dict[int, float], size: int) -> Any:
                                                  "n_spills": s.spills}, (1,))
 
     return time_one
+
+
+# --- the runner's glue, with NumPy standing in for PyTorch and a fake launcher -----------------
+
+
+class _Arr(np.ndarray):
+    """A NumPy array with the two PyTorch methods the runner calls."""
+
+    def to(self, dtype: Any) -> Any:
+        return self.astype(dtype)
+
+    def double(self) -> Any:
+        return self.astype(np.float64)
+
+
+class _FakeTorch:
+    float16, float32, float64, int32 = np.float16, np.float32, np.float64, np.int32
+    __version__ = "fake"
+
+    class cuda:  # noqa: N801 - PyTorch's name
+        @staticmethod
+        def synchronize() -> None:
+            pass
+
+    class Generator:
+        def __init__(self, device: str) -> None:
+            self.rng = np.random.default_rng(0)
+
+        def manual_seed(self, seed: int) -> Any:
+            self.rng = np.random.default_rng(seed)
+            return self
+
+    @staticmethod
+    def full(shape: Any, value: float, dtype: Any, device: str) -> Any:
+        return np.full(shape, value, dtype=dtype).view(_Arr)
+
+    @staticmethod
+    def randn(shape: Any, generator: Any, device: str) -> Any:
+        return generator.rng.standard_normal(shape).astype(np.float32).view(_Arr)
+
+    @staticmethod
+    def randint(lo: int, hi: int, shape: Any, generator: Any, device: str) -> Any:
+        return generator.rng.integers(lo, hi, shape).view(_Arr)
+
+
+class _FakeKernel:
+    class metadata:  # noqa: N801 - Triton's name
+        shared, num_warps = 32768, 4
+
+    n_regs, n_spills, function = 96, 0, 1234
+
+
+class _FakeJit:
+    """fn[grid](**args, **config): a matmul into c_ptr; refuses BLOCK_SIZE_N=256."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[tuple[int, ...], dict[str, Any]]] = []
+
+    def __getitem__(self, grid: tuple[int, ...]) -> Any:
+        def launch(**kw: Any) -> Any:
+            self.calls.append((grid, kw))
+            if kw["BLOCK_SIZE_N"] == 256:
+                raise RuntimeError("out of resource: shared memory, Required: 1\nmore")
+            kw["c_ptr"][:] = kw["a_ptr"].astype(np.float32) @ kw["b_ptr"].astype(np.float32)
+            return _FakeKernel()
+
+        return launch
+
+
+def test_runner_glue_with_a_fake_launch() -> None:
+    from types import SimpleNamespace
+
+    from occupancy import load_device
+    from occupancy.gpu.triton_measure import _Runner
+
+    pytest.importorskip("triton")  # the runner loads the @triton.jit module
+    spec = one_size(load_triton(MANIFEST, "matmul"), {"M": 64, "N": 64, "K": 32})
+    tile = _tile([0.1, 0.2])
+    for c, n in zip(tile.configs, (64, 256), strict=True):
+        c.config = {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": n, "BLOCK_SIZE_K": 32,
+                    "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 3}
+    driver = SimpleNamespace(occupancyMaxActiveBlocksPerMultiprocessor=lambda f, t, s: 2)
+    cp = SimpleNamespace(cuda=SimpleNamespace(driver=driver))
+    timer = SimpleNamespace(time=lambda fn, reps: [fn() and 0.05] * reps)
+    runner = _Runner(cp, _FakeTorch, spec, load_device("h200"), timer, 5, 64)
+    runner.jit = _FakeJit()
+    ok = runner.time_one(tile.configs[0])
+    assert ok is not None and ok["verified"] is True and ok["relative_error"] < 1e-3
+    assert ok["measured"]["median_ms"] == 0.05 and ok["measured"]["runs"] == 5
+    assert ok["driver_active_blocks_per_sm"] == 2 and ok["grid"] == [2 * 1]
+    assert ok["launched"] == {"shared": 32768, "n_regs": 96, "n_spills": 0}
+    grid, kw = runner.jit.calls[0]
+    assert kw["num_warps"] == 4 and kw["BLOCK_SIZE_M"] == 32 and kw["stride_ak"] == 1
+    assert runner.time_one(tile.configs[1]) is None
+    assert runner.failures == [{"params": tile.configs[1].config, "config_index": 2,
+                                "error": "RuntimeError: out of resource: shared memory, "
+                                         "Required: 1"}]
+
+
+def test_bench_summary_compares_budget_with_full(tmp_path: Path) -> None:
+    """bench/triton_measure_summary.py on a run's records: counts per record, each budget's
+    best over the whole space's best, and the records with problems."""
+    import runpy
+    import sys
+
+    from occupancy.gpu.results import triton_record
+
+    spec = one_size(load_triton(MANIFEST, "matmul"), {"M": 64})
+    tile = _tile([0.1, 0.2, 0.3])
+    ranked = ranked_configs(tile, 64)
+    full, _ = run_plan(ranked, 64, None, None, _timer({1: 0.3, 2: 0.2, 3: 0.1}, []))
+    some, search = run_plan(ranked, 64, None, 1, _timer({1: 0.3, 2: 0.2, 3: 0.1}, []))
+    versions = {"triton": "3.6.0", "torch": "x"}
+    for name, res, s in (("mm-full", full, None), ("mm-budget4", some, search)):
+        rec = triton_record(ENV, spec, tile, 64, 5, res, versions)  # type: ignore[arg-type]
+        if s:
+            rec["search"] = s  # type: ignore[typeddict-item]
+        (tmp_path / f"{name}.json").write_text(json.dumps(rec))
+    (tmp_path / "broken.json").write_text("[]")
+    argv = sys.argv
+    try:
+        sys.argv = ["summary", str(tmp_path)]
+        runpy.run_path(str(ROOT / "bench" / "triton_measure_summary.py"), run_name="__main__")
+    finally:
+        sys.argv = argv
+    out = json.loads((tmp_path / "summary.json").read_text())
+    assert out["records"]["mm-full"]["timed"] == 3 and out["records"]["mm-full"]["verified"] == 3
+    assert out["budget_vs_full"]["mm-budget4"]["best_over_full_best"] == pytest.approx(3.0)
+    assert out["records_with_problems"] == ["broken"]

@@ -262,7 +262,10 @@ def measure_triton(manifest: str, kernel: str, overrides: Mapping[str, int], top
     live = from_cuda_properties(device_properties(0))
     if progress:
         progress(0, 1, "compiling")
-    tile = rank_entry(spec, [live])
+    # compiled here, not read from this tool's cache: the workers' triton.compile fills
+    # Triton's own cache (or hits it), so the launches below load rather than compile
+    # serially, and the offline numbers are this machine's Triton's
+    tile = rank_entry(spec, [live], cache=False)
     dtile = tile.devices[0]
     size = dtile.sizes[0]
     runner = _Runner(cp, torch, spec, live, Timer(cp, live.l2_cache_bytes), reps, size)
