@@ -529,3 +529,49 @@ def test_bench_summary_compares_budget_with_full(tmp_path: Path) -> None:
     assert out["records"]["mm-full"]["timed"] == 3 and out["records"]["mm-full"]["verified"] == 3
     assert out["budget_vs_full"]["mm-budget4"]["best_over_full_best"] == pytest.approx(3.0)
     assert out["records_with_problems"] == ["broken"]
+
+
+def test_measure_cli_end_to_end_with_a_fake_launch(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    """`occupancy measure MANIFEST --kernel matmul --set ... --json --store`: the real
+    compile and ranking for the H200, Triton's launch replaced by NumPy (everything else
+    the GPU run does: the plan, the record, the store, the exit code)."""
+    from types import SimpleNamespace
+
+    import occupancy.core.device as cd
+    import occupancy.gpu.measure as gm
+    import occupancy.gpu.triton_measure as tm
+    from occupancy import load_device
+
+    pytest.importorskip("triton", reason="Triton is not installed")
+    runtime = SimpleNamespace(driverGetVersion=lambda: 13000, runtimeGetVersion=lambda: 13000)
+    driver = SimpleNamespace(occupancyMaxActiveBlocksPerMultiprocessor=lambda f, t, s: 1)
+    cp = SimpleNamespace(cuda=SimpleNamespace(driver=driver, runtime=runtime), __version__="14")
+    monkeypatch.setattr(gm, "cupy_module", lambda what: cp)
+    monkeypatch.setattr(gm, "device_properties", lambda i: {})
+    monkeypatch.setattr(cd, "from_cuda_properties", lambda props: load_device("h200"))
+    monkeypatch.setattr(gm, "Timer", lambda cp, l2: SimpleNamespace(
+        time=lambda fn, reps: [fn() and 0.5] * reps))
+    monkeypatch.setattr(tm, "torch_module", lambda: _FakeTorch)
+
+    class Runner(tm._Runner):
+        def __init__(self, *a: Any) -> None:
+            super().__init__(*a)
+            self.jit = _FakeJit()
+
+    monkeypatch.setattr(tm, "_Runner", Runner)
+    store = tmp_path / "best.json"
+    r = CliRunner().invoke(main, ["measure", str(MANIFEST), "--kernel", "matmul", "--set", "M=64",
+                                  "--set", "N=64", "--set", "K=64", "--json", "--store",
+                                  str(store)])
+    # the fake kernel reports 32,768 B and 96 registers, not the compile's: exit 1, and why
+    assert r.exit_code == 1, r.output
+    assert "failed verification or occupancy" in r.stderr
+    rec = json.loads(r.stdout)
+    _validate(rec, "measure_tuning")
+    assert rec["problem"] == {"M": 64, "N": 64, "K": 64} and rec["model"] == "gemm"
+    assert len(rec["results"]) == 2 and all(x["verified"] for x in rec["results"])
+    assert [f["config_index"] for f in rec["launch_failures"]] == [3]  # BLOCK_SIZE_N=256
+    assert rec["fastest"]["median_ms"] == 0.5 and rec["triton_version"]
+    entries = json.loads(store.read_text())["entries"]
+    assert list(entries) == ["matmul|K=64,M=64,N=64|NVIDIA H200|9.0"]

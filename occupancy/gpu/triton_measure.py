@@ -268,9 +268,14 @@ def measure_triton(manifest: str, kernel: str, overrides: Mapping[str, int], top
     tile = rank_entry(spec, [live], cache=False)
     dtile = tile.devices[0]
     size = dtile.sizes[0]
+    ranked = ranked_configs(dtile, size)
+    if not ranked:
+        why = next((c.by_size[size].reason for c in dtile.configs if c.by_size[size].reason),
+                   "the model gives none a time")
+        raise OccupancyError(f"kernel '{inert(spec.name)}': no config can run on {live.name}: "
+                             f"{why}"[:400])
     runner = _Runner(cp, torch, spec, live, Timer(cp, live.l2_cache_bytes), reps, size)
-    results, search = run_plan(ranked_configs(dtile, size), size, top, budget, runner.time_one,
-                               progress)
+    results, search = run_plan(ranked, size, top, budget, runner.time_one, progress)
     rec = triton_record(run_environment(cp, live), spec, dtile, size, reps, results,
                         {"triton": version, "torch": str(torch.__version__)},
                         runner.failures)
