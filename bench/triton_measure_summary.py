@@ -34,7 +34,20 @@ def summarize(rec: dict[str, Any]) -> dict[str, Any]:
         "fastest_params": fastest.get("params"),
         "median_abs_error": round(statistics.median(errors), 4) if errors else None,
         "search": rec.get("search"),
+        "best_of_predicted_top_k_over_best": top_k_curve(res),
     }
+
+
+def top_k_curve(res: list[dict[str, Any]]) -> dict[str, float] | None:
+    """From a record that timed every config: the best measured among the predicted top k
+    over the best measured (how far the model's order is from the truth)."""
+    ok = [r for r in res if r.get("verified") is not False]
+    if len(ok) < 2:
+        return None
+    best = min(r["measured"]["median_ms"] for r in ok)
+    order = sorted(ok, key=lambda r: r["predicted_rank"])
+    return {str(k): round(min(r["measured"]["median_ms"] for r in order[:k]) / best, 4)
+            for k in (1, 2, 4, 8, 16, 32) if k <= len(order)}
 
 
 def main() -> None:
@@ -65,7 +78,8 @@ def main() -> None:
     for name, row in rows.items():
         print(name, json.dumps({k: row.get(k) for k in (
             "timed", "verified", "occupancy_mismatches", "resource_mismatches",
-            "launch_failures", "fastest_ms", "fastest_predicted_rank", "median_abs_error")}))
+            "launch_failures", "fastest_ms", "fastest_predicted_rank", "median_abs_error",
+            "best_of_predicted_top_k_over_best")}))
     for name, b in budgets.items():
         print("budget", name, json.dumps(b))
     print("records with problems:", ", ".join(sorted(bad)) or "none")
