@@ -82,7 +82,7 @@ def main() -> None:
             "best_of_predicted_top_k_over_best")}))
     for name, b in budgets.items():
         print("budget", name, json.dumps(b))
-    print("records with problems:", ", ".join(sorted(bad)) or "none")
+    print(f"{len(rows)} records; with problems:", ", ".join(sorted(bad)) or "none")
 
 
 if __name__ == "__main__":
