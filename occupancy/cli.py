@@ -759,6 +759,8 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
     from rich.console import Console
     from rich.progress import Progress
 
+    from occupancy.inputs.manifest.triton import find_kind
+
     inputs: list[str] = []
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("measuring", total=1)
@@ -774,6 +776,11 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
             kernels = ["matmul", "transpose"] if target == "all" else [target]
             labels = [t.strip() for t in tiles.split(",")] if tiles else None
             shipped = run_measure(kernels, size or 4096, size or 8192, labels, reps, progress)
+        elif kernel is not None and find_kind(target, kernel) == "triton":
+            from occupancy.gpu.triton_measure import measure_triton
+
+            tuned = measure_triton(target, kernel, _sets(sets), top, reps, progress, budget)
+            inputs.append(target)
         else:
             if kernel is None:
                 raise InputError(f"{target}: give --kernel NAME (a tuning entry), or matmul / "

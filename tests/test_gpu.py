@@ -158,3 +158,59 @@ def test_cluster_table_and_random_launches_equal_the_driver(cp: Any, dev: Device
         if r.cluster.active_clusters != got:
             mismatches.append((threads, regs, static, dyn, shape, got, r.cluster.active_clusters))
     assert checked >= 500 and not mismatches, mismatches[:5]
+
+
+# --- Triton entries: measure launches them with Triton's own launcher (issue 22) --------------
+
+TRITON = ROOT / "examples" / "triton"
+
+
+@pytest.fixture(scope="module")
+def triton_launch(cp: Any) -> None:
+    pytest.importorskip("triton", reason="Triton is not installed")
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (Triton's launcher)")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no GPU")
+
+
+@pytest.mark.parametrize(("kernel", "sets"), [
+    ("matmul", {"M": 4096}), ("matmul", {"M": 16}), ("softmax", {}),
+    ("fused_moe", {"M": 1}), ("fused_moe", {"M": 256}),
+])
+def test_triton_measure_examples(triton_launch: None, kernel: str, sets: dict[str, int]) -> None:
+    """Every config that fits is launched by Triton, verified against the entry's
+    reference, its driver programs per SM equal to the prediction, and the launched
+    kernel's shared memory, registers and spills equal to the offline compile's."""
+    import json
+
+    from occupancy.gpu.triton_measure import measure_triton
+    from occupancy.tune.records import tuning_failures
+
+    rec = measure_triton(str(TRITON / "manifest.yaml"), kernel, sets, None, 5)
+    assert rec["results"] and rec["launch_failures"] == [], rec["launch_failures"]
+    for r in rec["results"]:
+        assert r["verified"] is True, r
+        assert r["occupancy_match"], r
+        assert r["resources_match"], r
+    assert tuning_failures(rec) == [] and rec["fastest"] is not None
+    assert rec["triton_version"] and rec["torch_version"]
+    json.dumps(rec, allow_nan=False)
+
+
+def test_triton_measure_budget_and_a_wrong_reference(triton_launch: None,
+                                                     tmp_path: Path) -> None:
+    """--budget 2 times at most 2 configs; a reference that disagrees fails verification."""
+    import shutil
+
+    from occupancy.gpu.triton_measure import measure_triton
+
+    rec = measure_triton(str(TRITON / "manifest.yaml"), "softmax", {}, None, 3, budget=2)
+    assert rec["search"]["runs"] <= 2 and len(rec["results"]) <= 2
+    assert all(r["verified"] for r in rec["results"])
+    for f in ("matmul.py", "manifest.yaml"):
+        shutil.copy(TRITON / f, tmp_path / f)
+    m = tmp_path / "manifest.yaml"
+    m.write_text(m.read_text().replace('reference: "a_ptr @ b_ptr"',
+                                       'reference: "2 * a_ptr @ b_ptr"'))
+    rec = measure_triton(str(m), "matmul", {"M": 256, "N": 256, "K": 256}, 1, 3)
+    assert len(rec["results"]) == 1 and rec["results"][0]["verified"] is False

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -413,8 +414,28 @@ def test_shipped_file_pruned_per_device() -> None:
 
 
 def test_moe_rows_are_padded_per_expert() -> None:
+    """Rows and B's reads in expectation over uniform random routing: an expert gets
+    Binomial(M, top_k / E) tokens, padded to BLOCK_SIZE_M, and B is read once per
+    GROUP_SIZE_M of its row blocks."""
+    from math import ceil, comb
+
+    def expect(m: int, q: float, f: Any) -> float:
+        return sum(comb(m, x) * q ** x * (1 - q) ** (m - x) * f(x) for x in range(m + 1))
+
     p = GemmProblem(M=4, N=128, K=128, experts=8, top_k=2)
-    assert p.rows(16) == 8 * 16  # 8 routed tokens, one per expert, each padded to 16
+    # 8 routed tokens: an expert is empty with probability 0.75^4, so 5.47 of them have rows
+    assert p.rows(16) == pytest.approx(8 * 16 * (1 - 0.75 ** 4))
+    m = GemmProblem(M=256, N=4096, K=2048, experts=8, top_k=2)
+    for bm, group in ((16, 1), (16, 4), (64, 1), (128, 16)):
+        blocks = expect(256, 0.25, lambda x, bm=bm: ceil(x / bm))
+        reads = expect(256, 0.25, lambda x, bm=bm, g=group: ceil(ceil(x / bm) / g))
+        assert m.rows(bm) == pytest.approx(8 * bm * blocks, rel=1e-9)
+        assert m.weights_read(bm, group) == pytest.approx(8 * reads * 4096 * 2048 * 2, rel=1e-9)
+    # 64 tokens an expert on average, unevenly: 64-row blocks need 1.47 of them
+    assert m.rows(64) / (8 * 64) == pytest.approx(1.466, abs=1e-3)
+    assert m.weights_read(16, 1) > 4 * m.weights_read(16, 16)
+    assert GemmProblem(M=8, N=128, K=128, experts=2, top_k=2).rows(16) == 2 * 16  # every expert
+    assert GemmProblem(M=0, N=128, K=128, experts=8, top_k=2).rows(16) == 0
     assert GemmProblem(M=100, N=128, K=128).rows(64) == 100
 
 

@@ -152,13 +152,12 @@ def test_malformed_config_file(tmp_path: Path, text: str, message: str) -> None:
     assert e.value.line == 7 and "c.json" in str(e.value)
 
 
-def test_measure_says_triton_entries_are_not_timed_yet() -> None:
+def test_the_tuning_reader_sends_triton_entries_to_theirs() -> None:
     from occupancy.inputs.manifest.tuning import load_tuning
 
-    with pytest.raises(ManifestError, match="is a triton entry: occupancy tile and occupancy "
-                       "check take it") as e:
+    with pytest.raises(ManifestError, match="is a triton entry: read it with load_triton") as e:
         load_tuning(MANIFEST, "softmax")
-    assert e.value.line == 23
+    assert e.value.line == MANIFEST.read_text().splitlines().index("  - name: softmax") + 1
 
 
 def test_load_manifest_keeps_triton_entries_apart(tmp_path: Path) -> None:
@@ -247,7 +246,9 @@ def test_check_examples(checked: dict[str, Any]) -> None:
     assert bad["problems"][0].startswith(
         "config 3 needs 147,456 B of shared memory; sm_120 allows 101,376 B (Triton: out of "
         "resource: shared memory, Required: 147456, Hardware limit: 101376")
-    assert bad["config"]["BLOCK_SIZE_N"] == 256 and bad["line"] == 42
+    lines = MANIFEST.read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines, 1) if ln.startswith('    configs: "E=8'))
+    assert bad["config"]["BLOCK_SIZE_N"] == 256 and bad["line"] == at
     h200 = next(v for v in results if v["kernel"] == "matmul config 3" and v["device"] == "h200")
     assert h200["dynamic_shared_memory"] == 147456 and h200["active_blocks_per_sm"] == 1
     assert h200["resources_source"].startswith("triton ")

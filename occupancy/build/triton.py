@@ -51,7 +51,7 @@ from occupancy.core.solver import OccupancyResult, solve
 
 __all__ = ["CompileStats", "IntArg", "KernelRef", "Pointer", "Specialization", "TritonConfig",
            "TritonKernel", "call_from_signature", "canonical_dtype", "compile_configs",
-           "from_compiled", "occupancy", "out_of_resources", "programs_per_sm",
+           "from_compiled", "load_function", "occupancy", "out_of_resources", "programs_per_sm",
            "specialize_call", "specialize_value", "triton_version"]
 
 CACHE_FORMAT = 1
@@ -353,6 +353,22 @@ class KernelRef:
 
 
 _FILE_MODULES: dict[str, Any] = {}
+
+
+def load_function(path: str, name: str, what: str) -> Any:
+    """A plain Python function from a file a manifest names (a reference, an inputs maker):
+    imported once, like the @triton.jit module; what the module raises is one line."""
+    try:
+        fn = getattr(_load_file(path), name, None)
+    except OccupancyError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the user's module raises
+        first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
+        raise OccupancyError(f"{what}: {path} does not import: {type(exc).__name__}: "
+                             f"{first}"[:400]) from None
+    if not callable(fn):
+        raise OccupancyError(f"{what}: {path} has no function {name!r}")
+    return fn
 
 
 def _load_file(path: str) -> Any:

@@ -85,6 +85,18 @@ class TuningResult(TypedDict):
     registers_per_thread: int
 
 
+class TritonResult(TuningResult, total=False):
+    """One config of a `triton:` entry on the GPU, launched by Triton: the tuning result's
+    fields (params are the config; registers_per_thread the offline compile's), and the
+    kernel Triton launched against the offline compile the prediction used."""
+
+    config_index: int  # 1-based, as tile and check number the configs
+    grid: list[int]
+    launched: dict[str, int]  # shared, n_regs, n_spills of the kernel Triton launched
+    offline: dict[str, int]  # the same from the offline compile for this GPU's cc
+    resources_match: bool
+
+
 class _Search(TypedDict):
     budget: int  # --budget
     runs: int  # points timed
@@ -104,6 +116,16 @@ class TuningRecord(_TuningRecordBase, total=False):
     search: _Search  # `measure --budget N`: how the budgeted search went
 
 
+class TritonRecord(TuningRecord, total=False):
+    """A `triton:` entry measured at one problem point: a tuning record, plus the versions
+    code generation and the launch depend on and how the configs were ranked."""
+
+    triton_version: str
+    torch_version: str
+    model: str  # "gemm" (predicted times) or "occupancy" (ranked by occupancy)
+    launch_failures: list[dict[str, Any]]  # configs predicted to fit that Triton refused
+
+
 def timing(ms: Sequence[float]) -> Timing:
     """Median, 10th and 90th percentiles (nearest rank) and minimum of a run's times."""
     s = sorted(ms)
@@ -120,6 +142,15 @@ def measure_failures(rec: MeasureRecord) -> list[str]:
 
 
 def tuning_failures(rec: TuningRecord) -> list[str]:
-    """The same for a tuning space (a point with no reference to check against passes)."""
-    return [" ".join(f"{k}={v}" for k, v in r["params"].items()) for r in rec["results"]
-            if r["verified"] is False or not r["occupancy_match"]]
+    """The same for a tuning space (a point with no reference to check against passes);
+    for a Triton entry also a launched kernel unlike its offline compile, and a config
+    predicted to fit that Triton refused to launch."""
+
+    def label(params: dict[str, Any]) -> str:
+        return " ".join(f"{k}={v}" for k, v in params.items())
+
+    bad = [label(r["params"]) for r in rec["results"]
+           if r["verified"] is False or not r["occupancy_match"]
+           or r.get("resources_match") is False]
+    refused: list[dict[str, Any]] = rec.get("launch_failures", [])  # type: ignore[assignment]
+    return bad + [label(f["params"]) for f in refused]

@@ -111,10 +111,12 @@ class TritonTile:
         return out, notes
 
 
-def rank_entry(spec: TritonSpec, devices: Sequence[Device], *, jobs: int | None = None
-               ) -> TritonTile:
-    """Compile every config for the devices' architectures and rank them per device."""
-    built = compile_entry(spec, [d.compute_capability for d in devices], jobs=jobs)
+def rank_entry(spec: TritonSpec, devices: Sequence[Device], *, jobs: int | None = None,
+               cache: bool = True) -> TritonTile:
+    """Compile every config for the devices' architectures and rank them per device
+    (cache=False: compile again, which also fills Triton's own cache for a launch)."""
+    built = compile_entry(spec, [d.compute_capability for d in devices], jobs=jobs,
+                          cache=cache)
     key = spec.sweep or ("M" if "M" in spec.problem else next(iter(spec.problem), "M"))
     tiles = [device_tile(spec, built, dev, key) for dev in devices]
     return TritonTile(spec, key, built.triton_version, tiles, built.stats)

@@ -70,14 +70,19 @@ KEYS: dict[str, Key] = {
     "problem": Key(_TT, "problem sizes: {M: 4096} (triton: one may be a list, M: [1, 16, 64])"),
     "work": Key(frozenset({TUNE}), "{flops: EXPR, dram_bytes: EXPR}"),
     "args": Key(frozenset({TUNE}), "the kernel's arguments in launch order"),
-    "reference": Key(frozenset({TUNE}), "a NumPy expression of the inputs, or another entry's name"),
-    "tolerance": Key(frozenset({TUNE}), "the relative error a result may have, 0-1"),
+    "reference": Key(_TT, "a NumPy expression of the inputs, or another entry's name (triton: "
+                     "also path/to/module.py:function)"),
+    "tolerance": Key(_TT, "the relative error a result may have, 0-1"),
     "triton": Key(frozenset({TRITON}), "the @triton.jit function: path/to/module.py:name"),
     "signature": Key(frozenset({TRITON}), "runtime arguments' types: {a_ptr: '*fp16', M: i32}"),
     "constexprs": Key(frozenset({TRITON}), "constexpr arguments every config shares"),
     "configs": Key(frozenset({TRITON}), "a vLLM/SGLang config JSON file, or a list of configs"),
     "values": Key(frozenset({TRITON}), "integer arguments as expressions: {EM: 'M * 2'}"),
     "unaligned": Key(frozenset({TRITON}), "pointer arguments not 16-byte aligned"),
+    "arrays": Key(frozenset({TRITON}), "measure: pointer arguments' shapes: {a_ptr: [M, K]}"),
+    "outputs": Key(frozenset({TRITON}), "measure: the pointer arguments the kernel writes"),
+    "inputs": Key(frozenset({TRITON}), "measure: path/to/module.py:function making arguments "
+                  "random ones cannot be (routing tables)"),
 }
 DEFAULT_KEYS = {"include_dirs", "flags", "defines"}  # top-level defaults for every entry
 TOP_KEYS = {"devices", "min_occupancy", "kernels", "compilers", *DEFAULT_KEYS}

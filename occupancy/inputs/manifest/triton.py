@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from occupancy.core.errors import OccupancyError
-from occupancy.inputs.expr import Expr, ExprError, check_names, parse
+from occupancy.inputs.expr import Expr, ExprError, array_operands, check_names, parse
 from occupancy.inputs.files import YamlDoc, read_yaml
 from occupancy.inputs.manifest.keys import (
     TRITON,
@@ -46,6 +46,16 @@ SCALARS = ("i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "fp16", "
 
 
 @dataclass(frozen=True)
+class PyFunction:
+    """A Python function a manifest names as 'path/to/module.py:function' (checked to be a
+    file and an identifier; imported only by `measure`, like the @triton.jit module)."""
+
+    path: str  # absolute
+    shown: str  # as written
+    name: str
+
+
+@dataclass(frozen=True)
 class TritonSpec:
     """One `triton:` entry of a manifest, validated. `configs` are vLLM-style dicts
     (meta-parameters plus num_warps / num_stages), in the order given."""
@@ -67,6 +77,16 @@ class TritonSpec:
     devices: tuple[str, ...] = ()
     min_occupancy: float = 0.0
     config_file: str | None = None  # absolute path, when configs came from a file
+    # what `measure` needs beyond tile and check: pointer arguments' shapes, the ones the
+    # kernel writes, the reference (an expression of the arrays, or a Python function),
+    # the relative error allowed, and a Python function for arguments random values
+    # cannot stand for (a MoE routing table)
+    arrays: dict[str, tuple[Expr, ...]] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+    reference: Expr | None = None
+    reference_function: PyFunction | None = None
+    tolerance: float = 1e-3
+    inputs: PyFunction | None = None
 
     @property
     def sweep(self) -> str | None:
@@ -173,18 +193,85 @@ class _Entry:
     def fail(self, key: str, msg: str, *sub: Any) -> EntryError:
         return EntryError(f"{key}: {msg}", self.line(key, *sub))
 
-    def module(self) -> tuple[str, str, str]:
-        v = self.e["triton"]
+    def module(self, key: str = "triton") -> tuple[str, str, str]:
+        v = self.e[key]
         if not isinstance(v, str) or "\x00" in v or len(v) > 4096:
-            raise self.fail("triton", "must be 'path/to/module.py:function'")
+            raise self.fail(key, "must be 'path/to/module.py:function'")
         where, sep, fn = v.rpartition(":")
         if not sep or not where.endswith(".py") or not fn.isidentifier() or not fn.isascii():
-            raise self.fail("triton", f"{inert(v[:80])!r} is not 'path/to/module.py:function' "
+            raise self.fail(key, f"{inert(v[:80])!r} is not 'path/to/module.py:function' "
                             "(a .py file, relative to the manifest, and a Python identifier)")
         q = Path(where) if os.path.isabs(where) else self.path.parent / where
         if not q.is_file():
-            raise self.fail("triton", f"no such file {inert(str(q))}")
+            raise self.fail(key, f"no such file {inert(str(q))}")
         return os.path.abspath(q), where, fn
+
+    def function_key(self, key: str) -> PyFunction | None:
+        if key not in self.e:
+            return None
+        return PyFunction(*self.module(key))
+
+    def arrays(self, signature: dict[str, str], known: set[str]) -> dict[str, tuple[Expr, ...]]:
+        raw = self.e.get("arrays", {})
+        if not isinstance(raw, dict) or len(raw) > 256:
+            raise self.fail("arrays", "must map pointer arguments to shapes, e.g. "
+                            "{a_ptr: [M, K], c_ptr: [M, N]}")
+        out = {}
+        for k, v in raw.items():
+            if not isinstance(k, str) or not signature.get(k, "").startswith("*"):
+                raise self.fail("arrays", f"{inert(str(k))!r} is not a pointer argument of the "
+                                "signature", str(k))
+            shape = v if isinstance(v, list) else [v]
+            if not 1 <= len(shape) <= 4:
+                raise self.fail("arrays", f"{k}: a shape is a list of 1-4 sizes", k)
+            out[k] = tuple(self.expr("arrays", s, known, k, j) for j, s in enumerate(shape))
+        return out
+
+    def outputs(self, signature: dict[str, str]) -> tuple[str, ...]:
+        raw = self.e.get("outputs", [])
+        if isinstance(raw, str):
+            raw = [raw]
+        if not isinstance(raw, list) or not all(
+                isinstance(a, str) and signature.get(a, "").startswith("*") for a in raw):
+            raise self.fail("outputs", "must list the pointer arguments the kernel writes, "
+                            "e.g. [c_ptr]")
+        return tuple(dict.fromkeys(raw))
+
+    def reference(self, signature: dict[str, str], known: set[str], outputs: tuple[str, ...]
+                  ) -> tuple[Expr | None, PyFunction | None]:
+        """`reference:` as an expression of the arrays ('a_ptr @ b_ptr') or a Python
+        function ('check.py:softmax_ref'); either gives the first output's expected values."""
+        raw = self.e.get("reference")
+        if raw is None:
+            return None, None
+        if not outputs:
+            raise self.fail("reference", "checks the kernel's outputs: list them in "
+                            "'outputs:' (e.g. [c_ptr])")
+        if isinstance(raw, str) and raw.rpartition(":")[0].endswith(".py"):
+            return None, PyFunction(*self.module("reference"))
+        arrays = {k for k, v in signature.items() if v.startswith("*")}
+        try:
+            x = parse(raw, "reference", arrays=True)
+            check_names(x, known | arrays, "reference")
+        except ExprError as exc:
+            raise EntryError(f"{exc} (or give a Python function: "
+                             "'path/to/module.py:function')", self.line("reference")) from None
+        scalars = sorted(array_operands(x) - arrays)
+        if scalars:
+            raise self.fail("reference", f"{inert(scalars[0]) or 'a number'} is not an array: "
+                            ".T and @ act on pointer arguments")
+        return x, None
+
+    def tolerance(self) -> float:
+        tol = self.e.get("tolerance", 1e-3)
+        if isinstance(tol, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
+            try:
+                tol = float(tol)
+            except ValueError:
+                pass
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
+            raise self.fail("tolerance", "is a relative error between 0 and 1, e.g. 1e-3")
+        return float(tol)
 
     def signature(self) -> dict[str, str]:
         raw = self.e.get("signature")
@@ -398,13 +485,19 @@ class _Entry:
                                 "'problem:' or 'values:' (its specialization depends on it: "
                                 "1, or divisible by 16)", arg)
         grid = self.grid(known | set(values))
+        sizes = known | set(signature) - {k for k, v in signature.items() if v.startswith("*")}
+        arrays = self.arrays(signature, sizes)
+        outputs = self.outputs(signature)
+        reference, reference_function = self.reference(signature, sizes, outputs)
         devices = (device_names(self.e["devices"], self.line("devices"))
                    if "devices" in self.e else default_devices)
         kfloor = (fraction(self.e["min_occupancy"], "min_occupancy", self.line("min_occupancy"))
                   if "min_occupancy" in self.e else floor)
         return TritonSpec(name, str(self.path), self.start, module, shown, function, signature,
                           constexprs, tuple(configs), tuple(lines), problem, values, grid,
-                          self.unaligned(signature), devices, kfloor, config_file)
+                          self.unaligned(signature), devices, kfloor, config_file, arrays,
+                          outputs, reference, reference_function, self.tolerance(),
+                          self.function_key("inputs"))
 
     def grid(self, known: set[str]) -> tuple[Expr, ...]:
         if "grid" not in self.e:

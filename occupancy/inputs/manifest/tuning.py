@@ -103,9 +103,9 @@ class _TuneEntry:
                                 self.spath, doc.line("kernels"))
         self.index, self.e = found[0]
         if "triton" in self.e:
-            raise ManifestError(f"kernel '{inert(kernel)}' is a triton entry: occupancy tile "
-                                "and occupancy check take it (measure does not time Triton "
-                                "configs yet)", self.spath, self.line())
+            raise ManifestError(f"kernel '{inert(kernel)}' is a triton entry: read it with "
+                                "load_triton (occupancy tile, check and measure take it)",
+                                self.spath, self.line())
         self.known: set[str] = set()
 
     def line(self, *key: Any) -> int | None:
