@@ -390,7 +390,9 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     # resident blocks compute meanwhile: an iteration of one block takes its compute plus
     # what is exposed, and B blocks overlap B computes with it.
     stall = 1.0
-    if mix.get("loop") and mix.get("ldg") and mix.get("bar"):
+    inner = bool(units and traffic is not None and not traffic.complete
+                 and not (traffic.global_loads and traffic.barriers))
+    if mix.get("loop") and mix.get("ldg") and mix.get("bar") and not inner:
         iteration = max(mix["total"] * warps_per_block / SCHEDULERS_PER_SM,
                         (mix["lds_wavefronts"] + mix["sts_wavefronts"]) * warps_per_block, 1.0)
         if units and traffic is not None and not traffic.complete:
