@@ -1,0 +1,185 @@
+"""One output path: every result type, its JSON dict and its views, in one table (views_of);
+`emit(result, format, output)` writes one result, or one per device, in the format asked.
+
+A command computes a result, wraps it in one of the answer types (output/answers.py) where the
+core's value does not carry everything its output shows (the device, the block shape, the
+addresses...), and calls emit. JSON on stdout is the stable interface; a text view is a
+rich renderable, printed without markup or colour-only meaning, 100 columns in a file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from occupancy.output.answers import (
+    Banks,
+    Calc,
+    CheckRun,
+    DeviceList,
+    Listing,
+    Measured,
+    Plot,
+    Tuned,
+)
+
+__all__ = ["Banks", "Calc", "CheckRun", "DeviceList", "Listing", "Measured", "Plot", "Tuned",
+           "Views", "emit", "to_json", "to_view", "views_of"]
+
+
+# --- the table: per result type, a renderer per format ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Views:
+    """How one result type is written: `json` gives the JSON value (dict or list); `text` a
+    rich renderable; `several` the text view of one per device side by side (else one view
+    after another); `formats` more formats, each a finished string."""
+
+    json: Callable[[Any], Any]
+    text: Callable[[Any], Any]
+    several: Callable[[Sequence[Any]], Any] | None = None
+    formats: dict[str, Callable[[Any], str]] = field(default_factory=dict)
+
+
+def _table() -> dict[type, Views]:
+    """Built on first use: the renderers import rich, which plain `import occupancy.cli`
+    does not need."""
+    from occupancy.core.best import BestAnswer
+    from occupancy.core.device import Device
+    from occupancy.output import ci_formats, serialize, terminal, tune_view
+    from occupancy.tune.spaces import TuneReport
+
+    def triton() -> dict[type, Views]:
+        try:
+            from occupancy.output.triton_view import tile_dicts, tile_view
+            from occupancy.tune.triton_space import TritonTile
+        except ImportError:  # pragma: no cover - the module needs nothing optional to import
+            return {}
+        return {TritonTile: Views(tile_dicts, tile_view)}
+
+    return {
+        Calc: Views(lambda a: serialize.result_dict(a.device, a.result, a.block, a.cliffs),
+                    lambda a: terminal.calc_view(a.device, a.result, a.block, a.cliffs),
+                    several=lambda xs: terminal.compare_view([a.device for a in xs],
+                                                             [a.result for a in xs],
+                                                             [a.cliffs for a in xs])),
+        BestAnswer: Views(serialize.best_dict, terminal.best_view,
+                          several=terminal.best_compare_view),
+        CheckRun: Views(lambda a: serialize.check_dict(a.manifest, a.verdicts),
+                        lambda a: terminal.check_table(a.manifest, a.verdicts),
+                        # the CI formats as they always were (JSON without a final newline)
+                        formats={"json": lambda a: ci_formats.check_json(a.manifest, a.verdicts),
+                                 "junit": lambda a: ci_formats.check_junit(a.manifest, a.verdicts),
+                                 "github": lambda a: ci_formats.check_github(a.manifest, a.verdicts),
+                                 "sarif": lambda a: ci_formats.check_sarif(a.manifest, a.verdicts)}),
+        Listing: Views(lambda a: [serialize.listed_dict(k) for k in a.kernels],
+                       lambda a: terminal.resources_table(a.kernels)),
+        Tuned: Views(lambda a: serialize.tune_dict(a.report, stored=a.stored,
+                                                   store_checked=a.store is not None),
+                     tune_view.tuned_view,
+                     formats={"kernel_tuner": lambda a: json.dumps(
+                         serialize.tune_dict(a.report, kernel_tuner=True), indent=2) + "\n"}),
+        TuneReport: Views(serialize.tune_dict, tune_view.tune_view),
+        Banks: Views(lambda a: serialize.banks_dict(a.result, a.addresses, a.element_bytes),
+                     lambda a: terminal.banks_view(a.result, list(a.addresses), a.element_bytes)),
+        Plot: Views(lambda a: serialize.plot_dict(a.device, a.config, a.curves),
+                    lambda a: terminal.plot_view(a.device, a.result, tuple(a.curves))),
+        DeviceList: Views(lambda a: serialize.device_list_dict(a.devices),
+                          lambda a: terminal.devices_table(list(a.devices))),
+        Device: Views(serialize.device_dict, terminal.device_view),
+        Measured: Views(lambda a: a.record, lambda a: tune_view.measured_view(a.record, a.tuning)),
+        **triton(),
+    }
+
+
+_VIEWS: dict[type, Views] = {}
+
+
+def views_of(result: Any) -> Views:
+    """The table's row for a result (its type, or the nearest base class listed)."""
+    if not _VIEWS:
+        _VIEWS.update(_table())
+    for cls in type(result).__mro__:
+        if cls in _VIEWS:
+            return _VIEWS[cls]
+    raise TypeError(f"no output for {type(result).__name__}: add it to output/emit.py's table")
+
+
+def to_json(result: Any) -> Any:
+    """A result's JSON value; a list of results: a list (one item: that item alone)."""
+    if isinstance(result, list):
+        items = [views_of(r).json(r) for r in result]
+        return items[0] if len(items) == 1 else items
+    return views_of(result).json(result)
+
+
+def to_view(result: Any) -> Any:
+    """A result's text view; several: the side-by-side view where the type has one."""
+    from rich.console import Group
+
+    if isinstance(result, list):
+        if len(result) == 1:
+            return to_view(result[0])
+        v = views_of(result[0])
+        if v.several is not None:
+            return v.several(result)
+        return Group(*[v.text(r) for r in result])
+    return views_of(result).text(result)
+
+
+def render_text(renderable: Any, width: int | None = None) -> str:
+    """A view as plain text, as the terminal would show it without colour."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from occupancy.inputs.safety import InertLines
+
+    buf = StringIO()
+    Console(file=InertLines(buf), width=width or 100, markup=False, emoji=False,  # type: ignore[arg-type]
+            highlight=False, color_system=None).print(renderable)
+    return buf.getvalue()
+
+
+def console() -> Any:
+    """The terminal's console for results: stdout, every line made inert."""
+    from rich.console import Console
+
+    from occupancy.inputs.safety import InertLines
+
+    return Console(file=InertLines(sys.stdout), highlight=False, markup=False,  # type: ignore[arg-type]
+                   emoji=False)
+
+
+def emit(result: Any, fmt: str = "text", output: str | None = None,
+         inputs: Sequence[str] = ()) -> None:
+    """Write a result (or a list of them, one per device) in `fmt` to stdout, or to the file
+    `output` (whole or not at all, never over one of `inputs`)."""
+    import click
+
+    to_file = output is not None and output != "-"
+    one = result[0] if isinstance(result, list) else result
+    special = views_of(one).formats.get(fmt)
+    if special is not None:
+        text = special(one)
+    elif fmt == "text":
+        view = to_view(result)
+        if not to_file:
+            console().print(view)
+            return
+        text = render_text(view)
+    elif fmt == "json":
+        text = json.dumps(to_json(result), indent=2) + "\n"
+    else:
+        raise ValueError(f"no {fmt} output for {type(one).__name__}")
+    if to_file:
+        from occupancy.inputs.safety import write_atomically
+
+        assert output is not None
+        write_atomically(output, text, inputs)
+    else:
+        click.echo(text, nl=False)
