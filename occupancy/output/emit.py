@@ -50,7 +50,7 @@ def _table() -> dict[type, Views]:
     does not need."""
     from occupancy.core.best import BestAnswer
     from occupancy.core.device import Device
-    from occupancy.output import ci_formats, serialize, terminal, tune_view
+    from occupancy.output import ci_formats, serialize, terminal, terminal_tune
     from occupancy.tune.spaces import TuneReport
 
     def triton() -> dict[type, Views]:
@@ -80,10 +80,10 @@ def _table() -> dict[type, Views]:
                        lambda a: terminal.resources_table(a.kernels)),
         Tuned: Views(lambda a: serialize.tune_dict(a.report, stored=a.stored,
                                                    store_checked=a.store is not None),
-                     tune_view.tuned_view,
+                     terminal_tune.tuned_view,
                      formats={"kernel_tuner": lambda a: json.dumps(
                          serialize.tune_dict(a.report, kernel_tuner=True), indent=2) + "\n"}),
-        TuneReport: Views(serialize.tune_dict, tune_view.tune_view),
+        TuneReport: Views(serialize.tune_dict, terminal_tune.tune_view),
         Banks: Views(lambda a: serialize.banks_dict(a.result, a.addresses, a.element_bytes),
                      lambda a: terminal.banks_view(a.result, list(a.addresses), a.element_bytes)),
         Plot: Views(lambda a: serialize.plot_dict(a.device, a.config, a.curves),
@@ -91,7 +91,7 @@ def _table() -> dict[type, Views]:
         DeviceList: Views(lambda a: serialize.device_list_dict(a.devices),
                           lambda a: terminal.devices_table(list(a.devices))),
         Device: Views(serialize.device_dict, terminal.device_view),
-        Measured: Views(lambda a: a.record, lambda a: tune_view.measured_view(a.record, a.tuning)),
+        Measured: Views(lambda a: a.record, lambda a: terminal_tune.measured_view(a.record, a.tuning)),
         **triton(),
     }
 
