@@ -47,15 +47,16 @@ def test_every_answer_type_has_its_output_row() -> None:
     from occupancy.core.best import BestAnswer
     from occupancy.core.device import Device
     from occupancy.output import answers
-    from occupancy.output.emit import _table
+    from occupancy.output.emit import TABLE
     from occupancy.tune.spaces import TuneReport
+    from occupancy.tune.triton_space import TritonTile
 
     types = [t for t in vars(answers).values()
              if isinstance(t, type) and dataclasses.is_dataclass(t) and t.__module__ == answers.__name__]
     assert len(types) >= 8
-    table = _table()
-    for t in [*types, BestAnswer, Device, TuneReport]:
-        assert t in table and callable(table[t].json) and callable(table[t].text), t
+    for t in [*types, BestAnswer, Device, TuneReport, TritonTile]:
+        row = TABLE[f"{t.__module__}.{t.__qualname__}"]()
+        assert callable(row.json) and callable(row.text), t
 
 
 def test_emit_writes_one_or_several_and_refuses_an_unknown_type() -> None:

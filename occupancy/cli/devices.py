@@ -21,7 +21,7 @@ def devices(ctx: click.Context, as_json: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from occupancy.inputs.profiles import all_devices
-    from occupancy.output.emit import DeviceList
+    from occupancy.output.answers import DeviceList
 
     emit(DeviceList(all_devices()), "json" if as_json else "text")
 

@@ -39,7 +39,7 @@ def check(manifest: str, fmt: str, as_json: bool, output: str | None) -> None:
     m = load_manifest(manifest)
     resolver = CheckResolver()
     verdicts = evaluate(m, resolver, resolver.prepare)
-    from occupancy.output.emit import CheckRun
+    from occupancy.output.answers import CheckRun
 
     emit(CheckRun(manifest, verdicts), fmt, output, check_inputs(m))
     sys.exit(exit_code(verdicts))
@@ -100,6 +100,6 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
 
         click.echo(starter_manifest(listed, [d.key for d in devs], include_dirs, flags), nl=False)
         return
-    from occupancy.output.emit import Listing
+    from occupancy.output.answers import Listing
 
     emit(Listing(listed), "json" if as_json else "text")

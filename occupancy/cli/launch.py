@@ -60,7 +60,7 @@ def calc(device: tuple[str, ...], threads: tuple[int, ...], regs: int, smem: int
         shape = (c3[0], c3[1], c3[2])
     if grid is not None and shape is None:
         raise InputError("--grid is checked against a cluster: give --cluster too")
-    from occupancy.output.emit import Calc
+    from occupancy.output.answers import Calc
 
     answers = []
     for dev in devs:
@@ -131,7 +131,7 @@ def plot(device: str, threads: tuple[int, ...], regs: int, smem: int, dyn_smem: 
     from occupancy.core.solver import solve
     from occupancy.core.whatif import sweeps
     from occupancy.inputs.profiles import load_device
-    from occupancy.output.emit import Plot
+    from occupancy.output.answers import Plot
 
     dev = load_device(device)
     cfg = sweep_config(threads, regs, smem, dyn_smem, carveout, no_opt_in)
@@ -203,7 +203,7 @@ def banks(words: str | None, pitch: int, column: bool, stride: int, offset: int,
                              f"{size // 4} words (the hardware needs aligned vector accesses)")
     else:
         addresses = tile_addresses(pitch, column, size, stride, offset, threads)
-    from occupancy.output.emit import Banks
+    from occupancy.output.answers import Banks
 
     emit(Banks(bank_conflicts(addresses, size, int(nbanks)), addresses, size),
          "json" if as_json else "text")

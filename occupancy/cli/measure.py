@@ -111,7 +111,7 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
         book["entries"].update(store_entry(tuned))
         write_output(store, json.dumps(book, indent=2) + "\n", inputs)
     if record is not None:
-        from occupancy.output.emit import Measured
+        from occupancy.output.answers import Measured
 
         emit(Measured(record, tuning=tuned is not None), "json" if as_json else "text")
     from occupancy.tune.records import measure_failures, tuning_failures

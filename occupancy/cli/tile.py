@@ -113,7 +113,7 @@ def _tile_one(specs: list[Any], dev: Any, caps: tuple[int, int, int], store: str
     """One device's ranking of the entries (a family ranks all of its manifest's together),
     with what a `measure --store` file says for this GPU."""
     from occupancy.inputs.safety import inert
-    from occupancy.output.emit import Tuned
+    from occupancy.output.answers import Tuned
     from occupancy.tune.bounds import WorkLimits
     from occupancy.tune.spaces import points, rank_entries
 

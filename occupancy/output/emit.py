@@ -1,4 +1,4 @@
-"""One output path: every result type, its JSON dict and its views, in one table (views_of);
+"""One output path: every result type, its JSON dict and its views, in one table (TABLE);
 `emit(result, format, output)` writes one result, or one per device, in the format asked.
 
 A command computes a result, wraps it in one of the answer types (output/answers.py) where the
@@ -15,19 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from occupancy.output.answers import (
-    Banks,
-    Calc,
-    CheckRun,
-    DeviceList,
-    Listing,
-    Measured,
-    Plot,
-    Tuned,
-)
-
-__all__ = ["Banks", "Calc", "CheckRun", "DeviceList", "Listing", "Measured", "Plot", "Tuned",
-           "Views", "emit", "to_json", "to_view", "views_of"]
+__all__ = ["TABLE", "Views", "emit", "to_json", "to_view", "views_of"]
 
 
 # --- the table: per result type, a renderer per format ---------------------------------------
@@ -45,67 +33,123 @@ class Views:
     formats: dict[str, Callable[[Any], str]] = field(default_factory=dict)
 
 
-def _table() -> dict[type, Views]:
-    """Built on first use: the renderers import rich, which plain `import occupancy.cli`
-    does not need."""
-    from occupancy.core.best import BestAnswer
-    from occupancy.core.device import Device
-    from occupancy.output import ci_formats, serialize, terminal, terminal_tune
-    from occupancy.tune.spaces import TuneReport
-
-    def triton() -> dict[type, Views]:
-        try:
-            from occupancy.output.triton_view import tile_dicts, tile_view
-            from occupancy.tune.triton_space import TritonTile
-        except ImportError:  # pragma: no cover - the module needs nothing optional to import
-            return {}
-        return {TritonTile: Views(tile_dicts, tile_view)}
-
-    return {
-        Calc: Views(lambda a: serialize.result_dict(a.device, a.result, a.block, a.cliffs),
-                    lambda a: terminal.calc_view(a.device, a.result, a.block, a.cliffs),
-                    several=lambda xs: terminal.compare_view([a.device for a in xs],
-                                                             [a.result for a in xs],
-                                                             [a.cliffs for a in xs])),
-        BestAnswer: Views(serialize.best_dict, terminal.best_view,
-                          several=terminal.best_compare_view),
-        CheckRun: Views(lambda a: serialize.check_dict(a.manifest, a.verdicts),
-                        lambda a: terminal.check_table(a.manifest, a.verdicts),
-                        # the CI formats as they always were (JSON without a final newline)
-                        formats={"json": lambda a: ci_formats.check_json(a.manifest, a.verdicts),
-                                 "junit": lambda a: ci_formats.check_junit(a.manifest, a.verdicts),
-                                 "github": lambda a: ci_formats.check_github(a.manifest, a.verdicts),
-                                 "sarif": lambda a: ci_formats.check_sarif(a.manifest, a.verdicts)}),
-        Listing: Views(lambda a: [serialize.listed_dict(k) for k in a.kernels],
-                       lambda a: terminal.resources_table(a.kernels)),
-        Tuned: Views(lambda a: serialize.tune_dict(a.report, stored=a.stored,
-                                                   store_checked=a.store is not None),
-                     terminal_tune.tuned_view,
-                     formats={"kernel_tuner": lambda a: json.dumps(
-                         serialize.tune_dict(a.report, kernel_tuner=True), indent=2) + "\n"}),
-        TuneReport: Views(serialize.tune_dict, terminal_tune.tune_view),
-        Banks: Views(lambda a: serialize.banks_dict(a.result, a.addresses, a.element_bytes),
-                     lambda a: terminal.banks_view(a.result, list(a.addresses), a.element_bytes)),
-        Plot: Views(lambda a: serialize.plot_dict(a.device, a.config, a.curves),
-                    lambda a: terminal.plot_view(a.device, a.result, tuple(a.curves))),
-        DeviceList: Views(lambda a: serialize.device_list_dict(a.devices),
-                          lambda a: terminal.devices_table(list(a.devices))),
-        Device: Views(serialize.device_dict, terminal.device_view),
-        Measured: Views(lambda a: a.record, lambda a: terminal_tune.measured_view(a.record, a.tuning)),
-        **triton(),
-    }
+# --- the rows: each imports only its own renderers (calc's start-up time) ------------------
 
 
-_VIEWS: dict[type, Views] = {}
+def _calc() -> Views:
+    from occupancy.output import serialize, terminal
+
+    return Views(lambda a: serialize.result_dict(a.device, a.result, a.block, a.cliffs),
+                 lambda a: terminal.calc_view(a.device, a.result, a.block, a.cliffs),
+                 several=lambda xs: terminal.compare_view([a.device for a in xs],
+                                                          [a.result for a in xs],
+                                                          [a.cliffs for a in xs]))
+
+
+def _best() -> Views:
+    from occupancy.output import serialize, terminal
+
+    return Views(serialize.best_dict, terminal.best_view, several=terminal.best_compare_view)
+
+
+def _check() -> Views:
+    from occupancy.output import ci_formats, serialize, terminal
+
+    return Views(lambda a: serialize.check_dict(a.manifest, a.verdicts),
+                 lambda a: terminal.check_table(a.manifest, a.verdicts),
+                 # the CI formats as they always were (JSON without a final newline)
+                 formats={"json": lambda a: ci_formats.check_json(a.manifest, a.verdicts),
+                          "junit": lambda a: ci_formats.check_junit(a.manifest, a.verdicts),
+                          "github": lambda a: ci_formats.check_github(a.manifest, a.verdicts),
+                          "sarif": lambda a: ci_formats.check_sarif(a.manifest, a.verdicts)})
+
+
+def _listing() -> Views:
+    from occupancy.output import serialize, terminal
+
+    return Views(lambda a: [serialize.listed_dict(k) for k in a.kernels],
+                 lambda a: terminal.resources_table(a.kernels))
+
+
+def _tuned() -> Views:
+    from occupancy.output import serialize, terminal_tune
+
+    return Views(lambda a: serialize.tune_dict(a.report, stored=a.stored,
+                                               store_checked=a.store is not None),
+                 terminal_tune.tuned_view,
+                 formats={"kernel_tuner": lambda a: json.dumps(
+                     serialize.tune_dict(a.report, kernel_tuner=True), indent=2) + "\n"})
+
+
+def _tune_report() -> Views:
+    from occupancy.output import serialize, terminal_tune
+
+    return Views(serialize.tune_dict, terminal_tune.tune_view)
+
+
+def _banks() -> Views:
+    from occupancy.output import serialize, terminal
+
+    return Views(lambda a: serialize.banks_dict(a.result, a.addresses, a.element_bytes),
+                 lambda a: terminal.banks_view(a.result, list(a.addresses), a.element_bytes))
+
+
+def _plot() -> Views:
+    from occupancy.output import serialize, terminal
+
+    return Views(lambda a: serialize.plot_dict(a.device, a.config, a.curves),
+                 lambda a: terminal.plot_view(a.device, a.result, tuple(a.curves)))
+
+
+def _device_list() -> Views:
+    from occupancy.output import serialize, terminal
+
+    return Views(lambda a: serialize.device_list_dict(a.devices),
+                 lambda a: terminal.devices_table(list(a.devices)))
+
+
+def _device() -> Views:
+    from occupancy.output import serialize, terminal
+
+    return Views(serialize.device_dict, terminal.device_view)
+
+
+def _measured() -> Views:
+    from occupancy.output import terminal_tune
+
+    return Views(lambda a: a.record, lambda a: terminal_tune.measured_view(a.record, a.tuning))
+
+
+def _triton_tile() -> Views:
+    from occupancy.output.triton_view import tile_dicts, tile_view
+
+    return Views(tile_dicts, tile_view)
+
+
+# The one table: a result's type (module.name, so that looking a row up imports nothing it
+# does not need) -> its row.
+TABLE: dict[str, Callable[[], Views]] = {
+    "occupancy.output.answers.Calc": _calc,
+    "occupancy.core.best.BestAnswer": _best,
+    "occupancy.output.answers.CheckRun": _check,
+    "occupancy.output.answers.Listing": _listing,
+    "occupancy.output.answers.Tuned": _tuned,
+    "occupancy.tune.ranked.TuneReport": _tune_report,
+    "occupancy.output.answers.Banks": _banks,
+    "occupancy.output.answers.Plot": _plot,
+    "occupancy.output.answers.DeviceList": _device_list,
+    "occupancy.core.device.Device": _device,
+    "occupancy.output.answers.Measured": _measured,
+    "occupancy.tune.triton_space.TritonTile": _triton_tile,
+}
 
 
 def views_of(result: Any) -> Views:
     """The table's row for a result (its type, or the nearest base class listed)."""
-    if not _VIEWS:
-        _VIEWS.update(_table())
     for cls in type(result).__mro__:
-        if cls in _VIEWS:
-            return _VIEWS[cls]
+        row = TABLE.get(f"{cls.__module__}.{cls.__qualname__}")
+        if row is not None:
+            return row()
     raise TypeError(f"no output for {type(result).__name__}: add it to output/emit.py's table")
 
 
