@@ -102,18 +102,19 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
             tuned = measure_tuning(spec, rank(spec, dev, pts, removed), top, reps, progress,
                                    budget)
     record = tuned if tuned is not None else shipped
-    if output:
-        write_output(output, json.dumps(record, indent=2) + "\n", inputs)
+    from occupancy.output.answers import Measured
+
+    answer = Measured(record, tuning=tuned is not None) if record is not None else None
+    if output and answer is not None:
+        emit(answer, "json", output, inputs)
     if tuned is not None and store and tuned["fastest"]:
         from occupancy.tune.store import read_store, store_entry
 
         book = read_store(store)
         book["entries"].update(store_entry(tuned))
         write_output(store, json.dumps(book, indent=2) + "\n", inputs)
-    if record is not None:
-        from occupancy.output.answers import Measured
-
-        emit(Measured(record, tuning=tuned is not None), "json" if as_json else "text")
+    if answer is not None:
+        emit(answer, "json" if as_json else "text")
     from occupancy.tune.records import measure_failures, tuning_failures
 
     bad = tuning_failures(tuned) if tuned is not None else \

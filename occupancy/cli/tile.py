@@ -54,7 +54,8 @@ def tile(target: str, device: tuple[str, ...], kernel: str | None, size: int,
          as_json: bool) -> None:
     """Which tile size? The shipped families, or the tuning space of your own kernel.
 
-    `occupancy tile matmul -d gtx1080 -n 4096`: every candidate of kernels/matmul.cu.
+    `occupancy tile matmul -d gtx1080 -n 4096`: every candidate of kernels/matmul.cu, the
+    points of kernels/matmul.yaml's entries ranked together (a shipped family is the two).
     `occupancy tile tune.yaml --kernel sgemm2d -d h200`: every point of the manifest
     entry's space, compiled for the device (registers from the real compiler), solved,
     pruned (cannot launch, spills) and ranked by the model, with the pick and why.
@@ -121,12 +122,11 @@ def _tile_one(specs: list[Any], dev: Any, caps: tuple[int, int, int], store: str
     count = sum(len(pts) for _, pts, _ in entries)
     rep = _with_status(f"compiling and ranking {count:,} points for {inert(dev.name)}",
                        lambda: rank_entries(dev, entries, family))
-    stored = None
-    if store:
-        from occupancy.tune.store import lookup
+    if not store or family is not None:  # a store keeps one entry's measured best
+        return Tuned(rep)
+    from occupancy.tune.store import lookup
 
-        stored = lookup(store, rep.spec, dev)
-    return Tuned(rep, store, stored)
+    return Tuned(rep, store, lookup(store, rep.spec, dev))
 
 
 def _tile_triton(manifest: str, kernel: str, devs: list[Any], fmt: str, output: str | None,

@@ -25,12 +25,14 @@ __all__ = ["TABLE", "Views", "emit", "to_json", "to_view", "views_of"]
 class Views:
     """How one result type is written: `json` gives the JSON value (dict or list); `text` a
     rich renderable; `several` the text view of one per device side by side (else one view
-    after another); `formats` more formats, each a finished string."""
+    after another); `formats` more formats, each a finished string (of one result);
+    `json_formats` other JSON values (of one result, or a list of several, as `json`)."""
 
     json: Callable[[Any], Any]
     text: Callable[[Any], Any]
     several: Callable[[Sequence[Any]], Any] | None = None
     formats: dict[str, Callable[[Any], str]] = field(default_factory=dict)
+    json_formats: dict[str, Callable[[Any], Any]] = field(default_factory=dict)  # other JSON values
 
 
 # --- the rows: each imports only its own renderers (calc's start-up time) ------------------
@@ -77,8 +79,8 @@ def _tuned() -> Views:
     return Views(lambda a: serialize.tune_dict(a.report, stored=a.stored,
                                                store_checked=a.store is not None),
                  terminal_tune.tuned_view,
-                 formats={"kernel_tuner": lambda a: json.dumps(
-                     serialize.tune_dict(a.report, kernel_tuner=True), indent=2) + "\n"})
+                 json_formats={"kernel_tuner": lambda a: serialize.tune_dict(a.report,
+                                                                             kernel_tuner=True)})
 
 
 def _tune_report() -> Views:
@@ -153,12 +155,17 @@ def views_of(result: Any) -> Views:
     raise TypeError(f"no output for {type(result).__name__}: add it to output/emit.py's table")
 
 
-def to_json(result: Any) -> Any:
-    """A result's JSON value; a list of results: a list (one item: that item alone)."""
+def to_json(result: Any, fmt: str = "json") -> Any:
+    """A result's JSON value (`fmt`: json or one of its json_formats); a list of results: a
+    list (one item: that item alone)."""
+    def one(r: Any) -> Any:
+        v = views_of(r)
+        return v.json(r) if fmt == "json" else v.json_formats[fmt](r)
+
     if isinstance(result, list):
-        items = [views_of(r).json(r) for r in result]
+        items = [one(r) for r in result]
         return items[0] if len(items) == 1 else items
-    return views_of(result).json(result)
+    return one(result)
 
 
 def to_view(result: Any) -> Any:
@@ -216,8 +223,8 @@ def emit(result: Any, fmt: str = "text", output: str | None = None,
             console().print(view)
             return
         text = render_text(view)
-    elif fmt == "json":
-        text = json.dumps(to_json(result), indent=2) + "\n"
+    elif fmt == "json" or fmt in views_of(one).json_formats:
+        text = json.dumps(to_json(result, fmt), indent=2) + "\n"
     else:
         raise ValueError(f"no {fmt} output for {type(one).__name__}")
     if to_file:
