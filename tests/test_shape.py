@@ -113,3 +113,32 @@ def test_a_new_shipped_family_is_two_files(tmp_path: Path, monkeypatch: pytest.M
     assert data["reasons"][0].startswith(best["label"] + ": predicted")
     bad = CliRunner().invoke(main, ["tile", "nosuch", "-d", "h200"])
     assert bad.exit_code == 2 and "neither copy nor matmul" in bad.stderr
+
+
+def test_one_tie_rule_at_its_boundary() -> None:
+    """Every `tile` ranks by tune/ranked.order: a point ties with the best when its time is
+    at most best * (1 + MODEL_ERROR), and the reasons name each tie or the runner-up."""
+    from occupancy import load_device
+    from occupancy.build.resources import KernelResources
+    from occupancy.core.solver import solve
+    from occupancy.tune.family import family_specs
+    from occupancy.tune.model import MODEL_ERROR, Prediction
+    from occupancy.tune.ranked import Point, Ranked, order
+
+    dev = load_device("h200")
+    spec = family_specs("transpose", 1024)[0]
+    occ = solve(dev, 256, 32)
+    res = KernelResources("k", 32, 0, 1, 0, 0, 0, None, "fake")
+
+    def point(ms: float, x: int) -> Ranked:
+        return Ranked(Point({"X": x}, "k", (), (256,), (8,), 0), res, occ,
+                      Prediction(ms, "dram", {}, 1.0, 1.0, 0.0, 0.0, 0.0), ())
+
+    edge = 2.0 * (1 + MODEL_ERROR)
+    rep = order(spec, dev, [point(edge, 2), point(2.0, 1), point(edge * 1.0001, 3)], 0)
+    assert [r.point.params["X"] for r in rep.ranked] == [1, 2, 3]
+    assert [r.point.params["X"] for r in rep.ties] == [1, 2]
+    assert rep.why[1].startswith("a tie with X=2 (1.15x), within the model's error (15%)")
+    apart = order(spec, dev, [point(2.0, 1), point(edge * 1.0001, 3)], 0)
+    assert apart.ties == () and apart.why[1] == "1.15x faster than the runner-up, X=3"
+    assert apart.recommended is apart.ranked[0] and apart.why[0].startswith("X=1: predicted 2.000 ms")
