@@ -39,7 +39,20 @@ def problem_n(spec: TuneSpec) -> int:
 def candidate_of(family: str, function: str, block: tuple[int, ...],
                  defines: Mapping[str, str]) -> Candidate:
     """The shipped candidate a point is: its variant from the function's name, its tile edge
-    and work per thread from its macros (what kernels/<family>.cu does with them)."""
+    and work per thread from its macros (what kernels/<family>.cu does with them). A point
+    that is none (another function, a macro missing): an error naming what it lacks."""
+    try:
+        c = _candidate(family, function, block, defines)
+        c.estimated_registers  # noqa: B018 - a known kernel of the family
+    except (KeyError, ValueError, ZeroDivisionError) as exc:
+        raise OccupancyError(f"hand_counts: {inert(family)}: {inert(function)} with "
+                             f"{inert(str(dict(defines)))} is no candidate of the family "
+                             f"(missing or bad {inert(str(exc))})") from None
+    return c
+
+
+def _candidate(family: str, function: str, block: tuple[int, ...],
+               defines: Mapping[str, str]) -> Candidate:
     variant = function.removeprefix(f"{family}_")
     d = {k: int(v) for k, v in defines.items()}
     b2 = (block[0], block[1] if len(block) > 1 else 1)

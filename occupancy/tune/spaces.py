@@ -180,6 +180,8 @@ def _rank_points(spec: TuneSpec, dev: Device, pts: Sequence[Point]) -> list[Rank
     from occupancy.build.resources import CompilerUnavailable
     from occupancy.tune import handcounts
 
+    if spec.hand_counts:
+        handcounts.problem_n(spec)  # a known family and its N, before anything compiles
     results, builds, key_of = _build_points(spec, dev, pts)
     out: list[Ranked] = []
     signature_checked = False
