@@ -142,3 +142,12 @@ def test_one_tie_rule_at_its_boundary() -> None:
     apart = order(spec, dev, [point(2.0, 1), point(edge * 1.0001, 3)], 0)
     assert apart.ties == () and apart.why[1] == "1.15x faster than the runner-up, X=3"
     assert apart.recommended is apart.ranked[0] and apart.why[0].startswith("X=1: predicted 2.000 ms")
+
+
+def test_every_package_folder_is_installed() -> None:
+    """pyproject lists the packages by name: a folder missing there is missing from a
+    non-editable install (occupancy.inputs.manifest was, and the cli package would be)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert folders - listed == set()
