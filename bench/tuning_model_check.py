@@ -28,8 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from occupancy import load_device  # noqa: E402
 from occupancy.inputs.manifest.tuning import load_tuning  # noqa: E402
-from occupancy.tune.advisor import _resources, candidate_occupancy, predict_candidate  # noqa: E402
-from occupancy.tune.shipped import candidates, counts  # noqa: E402
+from occupancy.tune.family import rank_family  # noqa: E402
 from occupancy.tune.spaces import points, rank  # noqa: E402
 
 RES = ROOT / "bench" / "results"
@@ -95,15 +94,16 @@ def tuning_case(dev: object, manifest: str, kernel: str, sets: dict[str, int], r
 
 def shipped_case(dev: object, rec: dict) -> dict[str, object]:
     pairs = []
+    ranked: dict[int, list] = {}  # the family's one ranking per size (what `tile` shows)
     for r in rec["results"]:
         if r["kernel"] != "matmul" or not r["verified"]:
             continue
-        c = next(c for c in candidates("matmul") if c.function == r["function"]
-                 and c.defines == r["defines"] and list(c.block) == r["block"])
         n = r["n"]
-        res = _resources(dev, c, [])  # type: ignore[arg-type]
-        occ = candidate_occupancy(dev, c, res)  # type: ignore[arg-type]
-        p = predict_candidate(dev, c, res, occ, counts(c, n), n)  # type: ignore[arg-type]
+        if n not in ranked:
+            ranked[n] = list(rank_family("matmul", dev, n).ranked)  # type: ignore[arg-type]
+        p = next((x.prediction for x in ranked[n] if x.candidate and x.candidate.function ==
+                  r["function"] and x.candidate.defines == r["defines"]
+                  and list(x.candidate.block) == r["block"]), None)
         if p:
             pairs.append((p.predicted_ms, r["measured"]["median_ms"]))
     pairs.sort()

@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "occupancy"
 # rank of each layer; a module may import its own folder and any lower rank. tune and gate
 # share a rank and may not import each other.
 LAYERS = {"core": 0, "inputs": 1, "build": 2, "tune": 3, "gate": 3, "gpu": 4, "output": 5}
-TOP = 6  # occupancy/cli.py, __main__.py, __init__.py
+TOP = 6  # occupancy/cli/ (the commands), __main__.py, __init__.py
 
 
 def _modules() -> dict[str, Path]:

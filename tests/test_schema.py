@@ -26,10 +26,13 @@ CASES = [
     ("devices", ["devices", "--json"]),
     ("banks", ["banks", "--column", "--json"]),
     ("plot", ["plot", "-d", "a100", "--json"]),
+    # the shipped families answer in the shape of a user's tuning entry
+    ("tune", ["tile", "transpose", "-d", "h200", "-n", "2048", "--json"]),
+    ("tune", ["tile", "matmul", "-d", "v100", "-n", "1000", "--json"]),
 ]
 
 
-@pytest.mark.parametrize(("name", "args"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("name", "args"), CASES, ids=[" ".join(c[1][:2]) for c in CASES])
 def test_outputs_match_the_schema(name: str, args: list[str]) -> None:
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
@@ -90,14 +93,14 @@ def test_measure_builders_and_pass_rules() -> None:
     the rate by family, and the pass rule (verified and occupancy equal to the driver's)."""
     from occupancy import load_device
     from occupancy.gpu.results import measure_result
-    from occupancy.tune.advisor import _resources, candidate_occupancy
+    from occupancy.tune.family import candidates
+    from occupancy.tune.handcounts import estimated, occupancy
     from occupancy.tune.records import measure_failures, timing
-    from occupancy.tune.shipped import candidates
 
     dev = load_device("h200")
     c = candidates("transpose")[0]
-    res = _resources(dev, c, [])
-    occ = candidate_occupancy(dev, c, res)
+    res = estimated(c)
+    occ = occupancy(dev, c, res)
     t = timing([3.0, 1.0, 2.0, 5.0, 4.0])
     assert (t["median_ms"], t["min_ms"], t["p90_ms"], t["runs"]) == (3.0, 1.0, 5.0, 5)
     assert t["p10_ms"] == 1.0  # nearest rank of 5: round(0.4) = the first

@@ -13,8 +13,8 @@ from occupancy.cli import main
 from occupancy.core.banks import bank_conflicts, tile_addresses
 from occupancy.core.solver import solve
 from occupancy.inputs.profiles import all_devices
-from occupancy.output.serialize import tile_dict
-from occupancy.tune.advisor import analyze
+from occupancy.output.serialize import tune_dict
+from occupancy.tune.family import rank_family
 from occupancy.tune.model import LAUNCH_OVERHEAD_MS, block_launch_seconds, l1_for_loads, loads_in_flight
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,11 +52,12 @@ def test_seed_gtx1080_tiled_matmul_table() -> None:
 @pytest.mark.parametrize("kernel", ["matmul", "transpose"])
 def test_every_profile_without_a_gpu(dev: str, kernel: str) -> None:
     device = load_device(dev)
-    report = analyze(device, kernel, 1000)  # n not a multiple of any tile
-    data = tile_dict(report)
+    report = rank_family(kernel, device, 1000)  # n not a multiple of any tile
+    data = tune_dict(report)
     assert data["recommended"] is not None
     arch = f"sm_{device.cc_major}{device.cc_minor}"
-    for a, c in zip(report.analyses, data["candidates"], strict=True):
+    for a, c in zip(report.ranked, data["candidates"], strict=True):
+        assert a.candidate is not None and a.resources is not None and a.occupancy is not None
         src = c["registers_source"]
         # The device's own architecture, or sm_50 marked as an estimate below what compilers reach.
         assert src.endswith(arch) if device.cc_major >= 5 else src.startswith("estimate ("), src
@@ -67,7 +68,7 @@ def test_every_profile_without_a_gpu(dev: str, kernel: str) -> None:
                       block_barriers=a.occupancy.block_barriers)
         assert (again.active_blocks_per_sm, again.occupancy) == (c["active_blocks_per_sm"],
                                                                 c["occupancy"])
-        if c["launchable"]:
+        if c["launchable"] and not c["pruned"]:
             assert c["predicted_ms"] > 0
         else:
             assert c["cannot_launch"] and c["predicted_ms"] is None
@@ -77,11 +78,13 @@ def test_estimates_are_marked_without_a_compiler(monkeypatch: pytest.MonkeyPatch
     import occupancy.build.builds as tc
 
     monkeypatch.setattr(tc, "compiler_for", lambda arch, nvcc=None: None)
-    report = analyze(load_device("v100"), "matmul", 2048)
-    assert all(a.resources.estimated for a in report.analyses)
-    every = analyze(load_device("h200"), "transpose", 2048)  # vec and tall too (a KeyError once)
-    assert all(a.resources.estimated and a.resources.static_shared_memory ==
-               a.candidate.static_shared_memory for a in every.analyses)
+    report = rank_family("matmul", load_device("v100"), 2048)
+    assert len(report.ranked) == 7 and all(a.resources and a.resources.estimated for a in report.ranked)
+    every = rank_family("transpose", load_device("h200"), 2048)  # vec and tall too (a KeyError once)
+    assert len(every.ranked) == 12 and all(
+        a.resources and a.candidate and a.resources.estimated and a.resources.static_shared_memory
+        == a.candidate.static_shared_memory for a in every.ranked)
+    assert all(a.prediction for a in every.ranked if a.can_launch)  # the hand counts predict
     assert any("pip install 'occupancy[compiler]'" in n for n in report.notes)
     assert "~" in run("tile", "matmul", "-d", "v100", "-n", "2048").stdout  # type: ignore[attr-defined]
 
@@ -89,10 +92,10 @@ def test_estimates_are_marked_without_a_compiler(monkeypatch: pytest.MonkeyPatch
 def test_model_explains_caches() -> None:
     # H200: the naive kernel's reuse is served by L1/L2, so it runs as fast as the 8x8 tile
     # (measured 5.19 vs 5.11 TFLOP/s); GT200 had no cache, so tiling paid off there.
-    h = {a.candidate.label: a.prediction.predicted_ms  # type: ignore[union-attr]
-         for a in analyze(load_device("h200"), "matmul", 4096).analyses}
+    h = {a.label: a.prediction.predicted_ms  # type: ignore[union-attr]
+         for a in rank_family("matmul", load_device("h200"), 4096).ranked}
     assert 0.67 < h["naive"] / h["tiled 8"] < 1.5
-    g = {a.candidate.label: a.prediction for a in analyze(load_device("gt200"), "matmul", 1024).analyses}
+    g = {a.label: a.prediction for a in rank_family("matmul", load_device("gt200"), 1024).ranked}
     assert g["naive"].predicted_ms / g["tiled 16"].predicted_ms > 5  # type: ignore[union-attr]
 
 

@@ -150,6 +150,13 @@ BAD = [
                                  'grid: ["__import__(\'os\').system(\'id\')"]'}, "may be called"),
     ("hostile space value", {"BM: [64, 128]": 'BM: ["$(touch pwned)"]'}, "not allowed in a define"),
     ("unknown key", {"restrict:": "restricts:"}, "unknown key 'restricts'"),
+    ("predictor", {"restrict:": "predictor: fast\n    restrict:"}, "predictor: is model or hand_counts"),
+    ("hand counts, no family", {"restrict:": "predictor: hand_counts\n    restrict:"},
+     "hand_counts needs 'hand_counts: FAMILY' beside it"),
+    ("unknown hand counts", {"restrict:": "hand_counts: sgemm\n    restrict:"},
+     "no hand-count model 'sgemm' (known: matmul, transpose)"),
+    ("not a family's candidate", {"restrict:": "hand_counts: matmul\n    restrict:"},
+     "is no candidate of the family"),
 ]
 
 

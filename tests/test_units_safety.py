@@ -170,7 +170,8 @@ def test_rough_edges() -> None:
     from occupancy.cli import main
     from occupancy.core.solver import cliffs, solve
     from occupancy.output.terminal import cliff_lines
-    from occupancy.tune.shipped import candidates, counts
+    from occupancy.tune.family import candidates
+    from occupancy.tune.shipped import counts
 
     r = CliRunner().invoke(main, ["banks", "--words", "1,2", "-e", "8"])
     assert r.exit_code == 2 and "multiple of 2 words" in r.stderr
@@ -199,7 +200,7 @@ def test_check_takes_json_like_every_command(tmp_path: Path) -> None:
 
 
 def test_candidates_know_their_own_facts() -> None:
-    from occupancy.tune.shipped import candidates
+    from occupancy.tune.family import candidates
 
     by = {c.label: c for k in ("matmul", "transpose") for c in candidates(k)}
     assert by["tiled 16"].static_shared_memory == 2 * 16 * 16 * 4

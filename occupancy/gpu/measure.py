@@ -24,7 +24,6 @@ if TYPE_CHECKING:
         TuningRecord,
         TuningResult,
     )
-    from occupancy.tune.shipped import Candidate
     from occupancy.tune.spaces import Ranked, TuneReport
 
 GPU_HINT = "needs CuPy and an NVIDIA GPU: pip install 'occupancy[gpu]'"
@@ -146,16 +145,18 @@ def load_function(cupy: Any, cubin: bytes, name: str) -> tuple[Any, Any]:
         os.unlink(fh.name)
 
 
-def run_candidate(cupy: Any, timer: Timer, dev: Device, cand: Candidate, n: int, reps: int,
+def run_candidate(cupy: Any, timer: Timer, dev: Device, ranked: Ranked, n: int, reps: int,
                   kdir: Path) -> MeasureResult:
-    """Build, verify, time and ask the driver about one tile candidate."""
+    """Build, verify, time and ask the driver about one tile candidate, with its prediction
+    from the family's ranking (the one `occupancy tile` shows)."""
     from occupancy.build.builds import build_cubin, compile_build
     from occupancy.build.compilers import make_build
     from occupancy.gpu.results import measure_result
-    from occupancy.tune.advisor import candidate_occupancy, predict_candidate
-    from occupancy.tune.shipped import counts
+    from occupancy.tune.handcounts import occupancy
 
     cp = cupy
+    cand = ranked.candidate
+    assert cand is not None
     arch = f"sm_{dev.cc_major}{dev.cc_minor}"
     src = str(kdir / f"{cand.kernel}.cu")
     build = make_build(src, arch, defines=cand.defines)  # one compile: resources and binary
@@ -166,9 +167,8 @@ def run_candidate(cupy: Any, timer: Timer, dev: Device, cand: Candidate, n: int,
     smem = drv.funcGetAttribute(1, fn.kernel.ptr)  # CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
     max_threads = drv.funcGetAttribute(0, fn.kernel.ptr)  # CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
     driver_blocks = drv.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, cand.threads, 0)
-    occ = candidate_occupancy(dev, cand, res)
-    k = counts(cand, n, dev.shared_memory_banks)
-    pred = predict_candidate(dev, cand, res, occ, k, n)
+    occ = occupancy(dev, cand, res)
+    pred = ranked.prediction
     rng = cp.random.default_rng()
     grid: tuple[int, ...]
     if cand.kernel == "matmul":
@@ -212,18 +212,29 @@ def run_candidate(cupy: Any, timer: Timer, dev: Device, cand: Candidate, n: int,
     return measure_result(cand, n, grid, res, occ, pred, driver, verified, check, t, work)
 
 
+def _in_manifest_order(report: TuneReport) -> list[Ranked]:
+    """A family's candidates as its manifest lists them (measure's record keeps that order)."""
+    from occupancy.tune.family import candidates
+
+    labels = [c.label for c in candidates(report.name)]
+    by_label = {r.label: r for r in report.ranked if r.candidate is not None}
+    return [by_label[x] for x in labels if x in by_label]
+
+
 def measure(kernels: list[str], n_matmul: int, n_transpose: int, labels: list[str] | None,
             reps: int, progress: Any = None) -> MeasureRecord:
     """Every candidate of the given families on GPU 0, the ceilings, and the environment."""
     from occupancy.core.device import from_cuda_properties
-    from occupancy.tune.advisor import kernels_dir
-    from occupancy.tune.shipped import candidates
+    from occupancy.tune.family import kernels_dir, rank_family
 
     cp = cupy_module("measure")
     props = device_properties(0)
     dev = from_cuda_properties(props)
     timer = Timer(cp, dev.l2_cache_bytes)
-    todo = [(k, c) for k in kernels for c in candidates(k) if not labels or c.label in labels]
+    # every candidate in manifest order, with the prediction of the family's one ranking
+    todo = [(k, r) for k in kernels
+            for r in _in_manifest_order(rank_family(k, dev, n_matmul if k == "matmul" else n_transpose))
+            if not labels or r.label in labels]
     if labels and not todo:
         raise OccupancyError(f"--tiles: none of {', '.join(labels)} is a candidate; "
                              "see occupancy tile KERNEL for the labels")
@@ -232,11 +243,11 @@ def measure(kernels: list[str], n_matmul: int, n_transpose: int, labels: list[st
         progress(0, total, "ceilings")
     ceil = ceilings(cp, timer, n_matmul, n_transpose)
     results = []
-    for i, (k, c) in enumerate(todo, start=1):
+    for i, (k, point) in enumerate(todo, start=1):
         if progress:
-            progress(i, total, c.label)
-        results.append(run_candidate(cp, timer, dev, c, n_matmul if k == "matmul" else n_transpose,
-                                     reps, kernels_dir()))
+            progress(i, total, point.label)
+        results.append(run_candidate(cp, timer, dev, point,
+                                     n_matmul if k == "matmul" else n_transpose, reps, kernels_dir()))
     if progress:
         progress(total, total, "done")
     for r in results:

@@ -20,12 +20,13 @@ from occupancy.output.charts import svg_chart
 from occupancy.output.rows import (
     CHECK_HEAD,
     MEASURE_HEAD,
-    TILE_HEAD,
     check_rows,
     measure_rows,
+    tally_line,
+    tile_head,
     tile_rows,
 )
-from occupancy.tune.advisor import TileReport
+from occupancy.tune.spaces import TuneReport
 
 if TYPE_CHECKING:
     from occupancy.tune.records import MeasureRecord
@@ -50,7 +51,7 @@ class Report:
     config: Config
     block: tuple[int, ...]
     devices: tuple[DeviceSection, ...]
-    tiles: tuple[TileReport, ...] = ()
+    tiles: tuple[TuneReport, ...] = ()
     check_manifest: str | None = None
     verdicts: tuple[Verdict, ...] = ()
     measured: MeasureRecord | None = None
@@ -154,7 +155,7 @@ def _measure_rows(m: MeasureRecord) -> list[list[str]]:
 
 
 def build(devices: list[Device], cfg: Config, block: tuple[int, ...],
-          tiles: list[TileReport] | None = None, check_manifest: str | None = None,
+          tiles: list[TuneReport] | None = None, check_manifest: str | None = None,
           verdicts: list[Verdict] | None = None, measured_path: str | None = None) -> Report:
     from occupancy.core.solver import solve
 
@@ -205,17 +206,15 @@ def to_markdown(rep: Report, chart_dir: str | None = None) -> tuple[str, dict[st
                 links.append(f"![{_TITLES[c.name]} on {md(s.device.name)}]({rel})")
             out += [" ".join(links), ""]
     for t in rep.tiles:
-        out += [f"## Tile sizes: {t.kernel}, n = {t.n:,}, on {md(t.device.name)}", ""]
-        out += _md_table(TILE_HEAD, tile_rows(t))
-        out += [f"Registers from {md(', '.join(sorted({a.resources.source for a in t.analyses})))}.",
-                ""]
+        out += [f"## Tile sizes: {md(t.name)}, {_problem(t)}, on {md(t.device.name)}", ""]
+        out += _md_table(tile_head(t), tile_rows(t))
+        out += [f"Registers from {md(', '.join(_sources(t)))}.", ""]
         if t.recommended:
-            out += [f"**Recommended: {md(t.recommended.candidate.label)}**", ""]
-        out += [f"- {md(r)}" for r in t.reasons] + [""]
+            out += [f"**Recommended: {md(t.recommended.label)}**", ""]
+        out += [f"- {md(r)}" for r in t.why] + [""]
     if rep.check_manifest is not None:
-        passed = sum(v.ok for v in rep.verdicts)
         out += [f"## Launch check: {md(rep.check_manifest)}", "",
-               f"{passed} passed, {len(rep.verdicts) - passed} failed.", ""]
+               f"{tally_line(rep.verdicts)}.", ""]
         out += _md_table(_CHECK_HEAD, _check_rows(rep))
     if rep.measured is not None:
         m = rep.measured
@@ -266,20 +265,17 @@ def to_html(rep: Report) -> str:
         h.append('<div class="charts">' + "".join(
             svg_chart(c, f"{s.device.key}: {_TITLES[c.name]}") for c in s.curves) + "</div>")
     for t in rep.tiles:
-        h.append(f"<h2>Tile sizes: {escape(t.kernel)}, n = {t.n:,}, on "
+        h.append(f"<h2>Tile sizes: {escape(t.name)}, {escape(_problem(t))}, on "
                  f"{escape(t.device.name)}</h2>")
-        css = ["best" if a is t.recommended else ("fail" if not a.launchable else "")
-               for a in t.analyses]
-        h.append(_html_table(TILE_HEAD, tile_rows(t), css))
-        h.append("<p class=\"muted\">Registers from "
-                 + escape(", ".join(sorted({a.resources.source for a in t.analyses}))) + ".</p>")
+        css = ["best" if r is t.recommended else "" for r in t.ranked if not r.pruned]
+        h.append(_html_table(tile_head(t), tile_rows(t), css))
+        h.append("<p class=\"muted\">Registers from " + escape(", ".join(_sources(t))) + ".</p>")
         if t.recommended:
-            h.append(f"<p><b>Recommended: {escape(t.recommended.candidate.label)}</b></p>")
-        h.append("<ul>" + "".join(f"<li>{escape(r)}</li>" for r in t.reasons) + "</ul>")
+            h.append(f"<p><b>Recommended: {escape(t.recommended.label)}</b></p>")
+        h.append("<ul>" + "".join(f"<li>{escape(r)}</li>" for r in t.why) + "</ul>")
     if rep.check_manifest is not None:
-        passed = sum(v.ok for v in rep.verdicts)
         h.append(f"<h2>Launch check: {escape(rep.check_manifest)}</h2>")
-        h.append(f"<p>{passed} passed, {len(rep.verdicts) - passed} failed.</p>")
+        h.append(f"<p>{escape(tally_line(rep.verdicts))}.</p>")
         h.append(_html_table(_CHECK_HEAD, _check_rows(rep),
                              ["" if v.ok else "fail" for v in rep.verdicts]))
     if rep.measured is not None:
@@ -295,3 +291,12 @@ def to_html(rep: Report) -> str:
                               for r in m["results"]]))
     h.append("</body></html>")
     return "\n".join(h) + "\n"
+
+
+def _problem(t: TuneReport) -> str:
+    p = t.spec.problem
+    return f"n = {p['N']:,}" if t.family and "N" in p else ", ".join(f"{k} = {v:,}" for k, v in p.items())
+
+
+def _sources(t: TuneReport) -> list[str]:
+    return sorted({r.resources.source for r in t.ranked if r.resources is not None})

@@ -10,28 +10,47 @@ from occupancy.core.words import pct
 
 if TYPE_CHECKING:
     from occupancy.gate.check import Verdict
-    from occupancy.tune.advisor import TileReport
     from occupancy.tune.records import MeasureResult
+    from occupancy.tune.spaces import TuneReport
 
 TILE_HEAD = ["candidate", "block", "regs", "smem B", "blk", "occ.", "ways", "pred. ms", "bound"]
 
 
-def tile_rows(t: TileReport) -> list[list[str]]:
-    """One row per candidate; '*' marks the pick, '~' an estimated register count."""
+def tile_head(t: TuneReport) -> list[str]:
+    """The table's columns: bank-conflict ways where hand counts give them."""
+    return TILE_HEAD if any(r.counts for r in t.ranked) else [h for h in TILE_HEAD if h != "ways"]
+
+
+def tile_rows(t: TuneReport) -> list[list[str]]:
+    """One row per point that launches, best first; '*' marks the pick, '~' an estimated
+    register count (the pruned are listed apart, with their reasons)."""
+    ways = "ways" in tile_head(t)
     rows = []
-    for a in t.analyses:
-        c, p = a.candidate, a.prediction
-        shape = "x".join(str(b) for b in c.block if b != 1) or "1"
-        rows.append([("* " if a is t.recommended else "") + c.label, shape,
-                     f"{a.resources.registers_per_thread}" + ("~" if a.resources.estimated else ""),
-                     f"{a.resources.static_shared_memory:,}", str(a.occupancy.active_blocks_per_sm),
-                     pct(a.occupancy.occupancy), str(a.counts.bank_conflict_ways),
-                     f"{p.predicted_ms:.3f}" if p else "-", p.bound if p else "no launch"])
+    for r in t.ranked:
+        res, occ, p = r.resources, r.occupancy, r.prediction
+        if r.pruned or res is None or occ is None:
+            continue
+        shape = "x".join(str(b) for b in r.point.block if b != 1) or "1"
+        row = [("* " if r is t.recommended else "") + r.label, shape,
+               f"{res.registers_per_thread}" + ("~" if res.estimated else ""),
+               f"{res.static_shared_memory + r.point.dynamic_shared_memory:,}",
+               str(occ.active_blocks_per_sm), pct(occ.occupancy)]
+        if ways:
+            row.append(str(r.counts.bank_conflict_ways) if r.counts else "-")
+        rows.append(row + [f"{p.predicted_ms:.3f}" if p else "-", p.bound if p else "-"])
     return rows
 
 
 CHECK_HEAD = ["kernel", "device", "regs", "smem B", "blocks", "occ.", "verdict"]
 VERDICT_WORDS = {"pass": "ok", "fail": "FAIL", "error": "ERROR"}
+
+
+def tally_line(verdicts: Sequence[Verdict]) -> str:
+    """The one pass/fail tally every check renderer prints: `2 passed, 1 failed, 1 errors`."""
+    from occupancy.gate.check import tally
+
+    passed, failed, errors = tally(verdicts)
+    return f"{passed} passed, {failed} failed" + (f", {errors} errors" if errors else "")
 
 
 def check_rows(verdicts: Sequence[Verdict]) -> list[list[str]]:

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from occupancy.core.clusters import ClusterResult
     from occupancy.core.whatif import Config, Curve
     from occupancy.gate.check import Verdict
-    from occupancy.tune.advisor import Analysis, TileReport
     from occupancy.tune.spaces import Ranked, TuneReport
 
 
@@ -125,54 +124,80 @@ def listed_dict(k: ListedKernel) -> dict[str, Any]:
     return {"file": k.file, "arch": k.arch, **resources_dict(k.resources)}
 
 
+def candidate_dict(r: Ranked, dev: Device) -> dict[str, Any]:
+    """One point of a ranking: a user's entry and a shipped family's candidate alike (the
+    hand-count keys are null where the entry has no `hand_counts:`)."""
+    from occupancy.tune.model import predicted_range_ms
+
+    res, occ, pred, pt, c, k = r.resources, r.occupancy, r.prediction, r.point, r.candidate, r.counts
+    return {
+        "params": dict(pt.params), "label": r.label, "function": pt.function,
+        "threads_per_block": pt.threads, "block": list(pt.block), "grid": list(pt.grid),
+        "registers_per_thread": res.registers_per_thread if res else None,
+        "static_shared_memory": res.static_shared_memory if res else None,
+        "dynamic_shared_memory": pt.dynamic_shared_memory,
+        "spill_bytes": res.spill_bytes if res else None,
+        "spills": res.spills if res else None,
+        "can_launch": r.can_launch, "launchable": r.can_launch,
+        "pruned": r.pruned, "reasons": list(r.reasons),
+        "cannot_launch": list(occ.cannot_launch) if occ else [],
+        "active_blocks_per_sm": occ.active_blocks_per_sm if occ else None,
+        "occupancy": occ.occupancy if occ else None,
+        "limiters": [x for x in LIMIT_NAMES if x in occ.limiters] if occ else [],
+        "waves": (-(-pt.grid_blocks // (occ.active_blocks_per_sm * dev.sm_count))
+                  if occ and occ.active_blocks_per_sm else None),
+        "predicted_ms": pred.predicted_ms if pred else None,
+        # the model's error band on the validation corpus (tune/model.py BAND_RATIO)
+        "predicted_range_ms": list(predicted_range_ms(pred.predicted_ms)) if pred else None,
+        "bound": pred.bound if pred else None,
+        "roofs_ms": pred.roofs_ms if pred else None,
+        "arithmetic_intensity": pred.arithmetic_intensity if pred else None,
+        "resources_source": res.source if res else None,
+        "registers_source": res.source if res else None,
+        # what one warp did on the PTX: shared passes over the conflict-free ones (bank
+        # conflicts), 128-byte lines per global load (coalescing); None: not run
+        "bank_conflict_factor": round(r.traffic.conflict_factor, 3) if r.traffic else None,
+        "lines_per_global_load": round(r.traffic.global_load_lines / r.traffic.global_loads, 3)
+        if r.traffic and r.traffic.global_loads else None,
+        # a shipped family's candidate and its hand counts (tune/shipped.py)
+        "variant": c.variant if c else None, "tile": c.tile if c else None,
+        "coarsening": c.coarsening if c else None,
+        "defines": dict(c.defines) if c else dict(pt.defines),
+        "global_loads": k.global_load_elements if k else None,
+        "global_load_bytes": k.global_load_elements * 4 if k else None,
+        "load_sectors_per_request": k.load_sectors_per_request if k else None,
+        "store_sectors_per_request": k.store_sectors_per_request if k else None,
+        "ideal_sectors_per_request": k.ideal_sectors_per_request if k else None,
+        "bank_conflict_ways": k.bank_conflict_ways if k else None,
+        "flops": k.flops if k else None,
+    }
+
+
 def tune_dict(rep: TuneReport, kernel_tuner: bool = False, stored: dict[str, Any] | None = None,
               store_checked: bool = False) -> dict[str, Any]:
-    """`tile MANIFEST --kernel NAME --json`: every point, the pick, the ties, the pruned."""
-    from occupancy.tune.model import predicted_range_ms
+    """`tile --json`, for a manifest entry and a shipped family alike: every point (ranked,
+    then the pruned), the pick with its reasons, the ties, the findings."""
     from occupancy.tune.spaces import kernel_tuner_restrictions
-
-    def cand(r: Ranked) -> dict[str, Any]:
-        res, occ, pred, pt = r.resources, r.occupancy, r.prediction, r.point
-        return {
-            "params": dict(pt.params), "function": pt.function,
-            "threads_per_block": pt.threads, "block": list(pt.block), "grid": list(pt.grid),
-            "registers_per_thread": res.registers_per_thread if res else None,
-            "static_shared_memory": res.static_shared_memory if res else None,
-            "dynamic_shared_memory": pt.dynamic_shared_memory,
-            "spill_bytes": res.spill_bytes if res else None,
-            "can_launch": r.can_launch, "pruned": r.pruned, "reasons": list(r.reasons),
-            "active_blocks_per_sm": occ.active_blocks_per_sm if occ else None,
-            "occupancy": occ.occupancy if occ else None,
-            "waves": (-(-pt.grid_blocks // (occ.active_blocks_per_sm * rep.device.sm_count))
-                      if occ and occ.active_blocks_per_sm else None),
-            "predicted_ms": pred.predicted_ms if pred else None,
-            # the model's error band on the validation corpus (tune/model.py BAND_RATIO)
-            "predicted_range_ms": list(predicted_range_ms(pred.predicted_ms)) if pred else None,
-            "bound": pred.bound if pred else None,
-            "resources_source": res.source if res else None,
-            # what one warp did on the PTX: shared passes over the conflict-free ones (bank
-            # conflicts), 128-byte lines per global load (coalescing); None: not run
-            "bank_conflict_factor": round(r.traffic.conflict_factor, 3) if r.traffic else None,
-            "lines_per_global_load": round(r.traffic.global_load_lines / r.traffic.global_loads, 3)
-            if r.traffic and r.traffic.global_loads else None,
-        }
 
     best = rep.recommended
     out: dict[str, Any] = {
-        "kernel": rep.spec.name, "device": rep.device.key, "problem": dict(rep.spec.problem),
-        "candidates": [cand(r) for r in rep.ranked],
-        "recommended": None if best is None else {"params": dict(best.point.params),
-                                                   "function": best.point.function,
-                                                   "predicted_ms": best.prediction.predicted_ms
-                                                   if best.prediction else None},
+        "kernel": rep.name, "device": rep.device.key, "device_name": rep.device.name,
+        "problem": dict(rep.spec.problem), "n": rep.spec.problem.get("N") if rep.family else None,
+        "family": rep.family,
+        "candidates": [candidate_dict(r, rep.device) for r in rep.ranked],
+        "recommended": None if best is None else candidate_dict(best, rep.device),
+        "reasons": list(rep.why),
         "tie": [dict(r.point.params) for r in rep.ties],
+        "tie_labels": [r.label for r in rep.ties],
+        "findings": list(rep.findings),
         "pruned": sum(r.pruned for r in rep.ranked),
         "restricted_out": rep.restricted_out,
         "notes": list(rep.notes),
     }
-    # The pruned space as another tuner takes it (kernel_tuner's tune_params/restrictions).
-    out["tune_params"] = {k: list(v) for k, v in rep.spec.space.items()}
-    out["restrictions"] = kernel_tuner_restrictions(rep)
+    # The pruned space as another tuner takes it (kernel_tuner's tune_params/restrictions);
+    # a family's several entries are no one space: null.
+    out["tune_params"] = None if rep.family else {k: list(v) for k, v in rep.spec.space.items()}
+    out["restrictions"] = None if rep.family else kernel_tuner_restrictions(rep)
     if stored is not None or store_checked:
         out["stored"] = stored
         out["pick"] = ({"params": stored["params"], "source": "measured"} if stored else
@@ -183,39 +208,7 @@ def tune_dict(rep: TuneReport, kernel_tuner: bool = False, stored: dict[str, Any
     return out
 
 
-# --- tile (shipped families), plot curves, banks, devices ---------------------------------------
-
-
-def tile_dict(r: TileReport) -> dict[str, Any]:
-    def one(a: Analysis) -> dict[str, Any]:
-        c, res, occ, k, p = a.candidate, a.resources, a.occupancy, a.counts, a.prediction
-        return {
-            "variant": c.variant, "label": c.label, "function": c.function,
-            "tile": c.tile, "coarsening": c.coarsening, "defines": dict(c.defines),
-            "block": list(c.block), "threads_per_block": c.threads,
-            "registers_per_thread": res.registers_per_thread,
-            "registers_source": res.source, "spills": res.spills,
-            "static_shared_memory": res.static_shared_memory,
-            "active_blocks_per_sm": occ.active_blocks_per_sm, "occupancy": occ.occupancy,
-            "limiters": [x for x in LIMIT_NAMES if x in occ.limiters],
-            "launchable": occ.launchable, "cannot_launch": list(occ.cannot_launch),
-            "global_loads": k.global_load_elements,
-            "global_load_bytes": k.global_load_elements * 4,
-            "load_sectors_per_request": k.load_sectors_per_request,
-            "store_sectors_per_request": k.store_sectors_per_request,
-            "ideal_sectors_per_request": k.ideal_sectors_per_request,
-            "bank_conflict_ways": k.bank_conflict_ways,
-            "flops": k.flops,
-            "arithmetic_intensity": p.arithmetic_intensity if p else None,
-            "predicted_ms": p.predicted_ms if p else None,
-            "bound": p.bound if p else None,
-            "roofs_ms": p.roofs_ms if p else None,
-        }
-
-    rec = one(r.recommended) if r.recommended else None
-    return {"device": r.device.key, "device_name": r.device.name, "kernel": r.kernel, "n": r.n,
-            "candidates": [one(a) for a in r.analyses], "recommended": rec,
-            "reasons": list(r.reasons), "notes": list(r.notes)}
+# --- plot curves, banks, devices ----------------------------------------------------------------
 
 
 def curve_dict(c: Curve) -> dict[str, Any]:

@@ -16,19 +16,14 @@ from occupancy.core.words import LIMITER_LABELS, limiters, pct
 from occupancy.inputs.safety import inert
 from occupancy.output.rows import (
     CHECK_HEAD,
-    MEASURE_HEAD,
-    TILE_HEAD,
     check_rows,
-    measure_rows,
-    tile_rows,
+    tally_line,
 )
 
 if TYPE_CHECKING:
     from occupancy.build.resolve import ListedKernel
     from occupancy.core.best import BestAnswer
     from occupancy.gate.check import Verdict
-    from occupancy.tune.records import MeasureRecord, TuningRecord
-    from occupancy.tune.spaces import Ranked, TuneReport
 
 _LABEL = LIMITER_LABELS
 
@@ -350,8 +345,6 @@ def check_table(manifest: str, verdicts: Sequence[Verdict]) -> RenderableType:
         t.add_column(col, justify="left" if col in ("kernel", "device", "verdict") else "right")
     for row in check_rows(verdicts):
         t.add_row(*[inert(x) for x in row])
-    passed = sum(v.status == "pass" for v in verdicts)
-    errors = sum(v.status == "error" for v in verdicts)
     parts: list[RenderableType] = [t]
     parts += [Text(inert(f"{manifest}:{v.line}: {v.kernel} on {v.device}: {p}"))
               for v in verdicts for p in v.problems]
@@ -359,36 +352,7 @@ def check_table(manifest: str, verdicts: Sequence[Verdict]) -> RenderableType:
                       and v.registers_source != "manifest"})
     if sources:
         parts.append(Text("resources from: " + inert(", ".join(sources))))
-    parts.append(Text(f"{passed} passed, {len(verdicts) - passed - errors} failed"
-                      + (f", {errors} errors" if errors else "")))
-    return Group(*parts)
-
-
-def tile_view(report: object) -> RenderableType:
-    from occupancy.tune.advisor import TileReport
-
-    assert isinstance(report, TileReport)
-    r = report
-    dev = r.device
-    head = Text(f"{inert(r.kernel)}, n = {r.n:,}, on {inert(dev.name)} (CC {dev.compute_capability})",
-                style="bold")
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
-    for col in TILE_HEAD:
-        t.add_column(col, justify="left" if col in ("candidate", "bound") else "right",
-                     no_wrap=True)
-    for row in tile_rows(r):
-        t.add_row(*row)
-    parts: list[RenderableType] = [head, t]
-    sources = sorted({a.resources.source for a in r.analyses})
-    parts.append(Text("registers: " + "; ".join(sources)
-                      + ("  (~ = estimate)" if any(a.resources.estimated for a in r.analyses)
-                         else "")))
-    parts += [Text(f"{a.candidate.label}: cannot launch: {a.occupancy.cannot_launch[0]}")
-              for a in r.analyses if not a.launchable]
-    if r.recommended:
-        parts += [Text(""), Text(f"Recommended: {r.recommended.candidate.label}", style="bold")]
-    parts += [Text(f"- {x}") for x in r.reasons]
-    parts += [Text(f"note: {x}") for x in r.notes]
+    parts.append(Text(tally_line(verdicts)))
     return Group(*parts)
 
 
@@ -413,30 +377,6 @@ def banks_view(result: object, addresses: list[int], element_bytes: int) -> Rend
         lines.append(Text(f"bank(s) {', '.join(map(str, worst[:8]))} serve {result.ways} "
                           "different words each"))
     return Group(*lines)
-
-
-def measure_view(data: MeasureRecord) -> RenderableType:
-    ceil = data["ceilings"]
-    parts: list[RenderableType] = [Text(
-        inert(f"{data['device']} (CC {data['compute_capability']}), driver "
-              f"{data['driver_version']}, CuPy {data['cupy_version']}"), style="bold"),
-        Text(f"ceilings: device copy {ceil['copy_gb_s']:,.0f} GB/s at the transpose's size "
-             f"({ceil['copy_1gib']['gb_s']:,.0f} GB/s for 1 GiB); cuBLAS SGEMM "
-             f"{ceil['sgemm_tflops']:.1f} TFLOP/s at n = {ceil['sgemm_n']}")]
-    for kernel in ("matmul", "transpose"):
-        rows = [r for r in data["results"] if r["kernel"] == kernel]
-        if not rows:
-            continue
-        t = Table(box=box.SIMPLE_HEAD, title=f"{kernel}, n = {rows[0]['n']:,}",
-                  title_justify="left", title_style="bold", pad_edge=False,
-                  padding=(0, 1, 0, 0))
-        for col in MEASURE_HEAD:  # a narrow terminal wraps the label, never a number
-            t.add_column(col, justify="left" if col == "candidate" else "right",
-                         no_wrap=col != "candidate", min_width=None if col == "candidate" else len(col))
-        for row in measure_rows(rows):
-            t.add_row(*row)
-        parts.append(t)
-    return Group(*parts)
 
 
 def plot_view(dev: Device, r: OccupancyResult, curves: tuple) -> RenderableType:  # type: ignore[type-arg]
@@ -470,103 +410,3 @@ def resources_table(listed: Sequence[ListedKernel]) -> RenderableType:
                   "-" if r.max_threads_per_block is None else str(r.max_threads_per_block))
     sources = sorted({k.resources.source for k in listed})
     return Group(t, Text("from: " + inert(", ".join(sources))))
-
-
-def tune_view(rep: TuneReport) -> RenderableType:
-    from occupancy.tune.model import MODEL_ERROR
-
-    dev, spec = rep.device, rep.spec
-    prob = ", ".join(f"{k} = {v:,}" for k, v in spec.problem.items())
-    head = Text(f"{inert(spec.name)} ({prob}) on {inert(dev.name)} (CC {dev.compute_capability})",
-                style="bold")
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
-    for col, just in (("#", "right"), ("params", "left"), ("block", "right"), ("regs", "right"),
-                      ("smem B", "right"), ("blk/SM", "right"), ("occ.", "right"),
-                      ("pred. ms", "right"), ("bound", "left")):
-        t.add_column(col, justify=just, no_wrap=col != "params")  # type: ignore[arg-type]
-    ranked = [r for r in rep.ranked if not r.pruned]
-    for i, r in enumerate(ranked, start=1):
-        res, occ, p = r.resources, r.occupancy, r.prediction
-        assert res is not None and occ is not None
-        mark = "*" if r is rep.recommended else ""
-        t.add_row(f"{mark}{i}", inert(" ".join(f"{k}={v}" for k, v in r.point.params.items())),
-                  "x".join(map(str, r.point.block)), str(res.registers_per_thread),
-                  f"{res.static_shared_memory + r.point.dynamic_shared_memory:,}",
-                  str(occ.active_blocks_per_sm), pct(occ.occupancy),
-                  f"{p.predicted_ms:.3f}" if p else "-", p.bound if p else "-")
-    parts: list[RenderableType] = [head, t]
-    best = rep.recommended
-    if best is not None:
-        why = (f"registers from {best.resources.source}" if best.resources else "")
-        if rep.ties:
-            names = "; ".join(" ".join(f"{k}={v}" for k, v in r.point.params.items())
-                              for r in rep.ties)
-            parts.append(Text(f"A tie: {len(rep.ties)} points are within the model's error "
-                              f"({MODEL_ERROR:.0%}) of the best: {inert(names)}. "
-                              "`occupancy measure` decides."))
-        else:
-            parts.append(Text("Recommended: " + inert(" ".join(
-                f"{k}={v}" for k, v in best.point.params.items())) + f" ({why})"))
-    pruned = [r for r in rep.ranked if r.pruned]
-    if pruned:
-        parts.append(Text(f"Pruned {len(pruned)}:", style="bold"))
-        parts += [Text(inert(" ".join(f"{k}={v}" for k, v in r.point.params.items()) + ": "
-                             + "; ".join(r.reasons))) for r in pruned[:20]]
-        if len(pruned) > 20:
-            parts.append(Text(f"... and {len(pruned) - 20} more (--json lists all)"))
-    if rep.restricted_out:
-        parts.append(Text(f"restrict removed {rep.restricted_out} points before compiling"))
-    parts += [Text(n) for n in _tune_explanations(ranked)]
-    parts += [Text(n) for n in rep.notes]
-    return Group(*parts)
-
-
-def _tune_explanations(ranked: list[Ranked]) -> list[str]:
-    """What one warp of each point did on its PTX, where it sets points apart: bank
-    conflicts (shared passes over the conflict-free count) and uncoalesced global loads
-    (128-byte lines per load; 1 is a warp of floats in one line)."""
-
-    def name(r: Ranked) -> str:
-        return inert(" ".join(f"{k}={v}" for k, v in r.point.params.items()))
-
-    out = []
-    ways = {id(r): r.traffic.conflict_factor for r in ranked if r.traffic}
-    lines = {id(r): r.traffic.global_load_lines / r.traffic.global_loads
-             for r in ranked if r.traffic and r.traffic.global_loads}
-    conflicted = [r for r in ranked if ways.get(id(r), 0) >= 1.5]
-    if conflicted:
-        worst = max(conflicted, key=lambda r: ways[id(r)])
-        out.append(f"Bank conflicts in {len(conflicted)} of {len(ranked)} points: up to "
-                   f"{ways[id(worst)]:.1f}x the conflict-free shared-memory passes "
-                   f"({name(worst)}), counted in the load/store roof.")
-    spread = [r for r in ranked if lines.get(id(r), 0) >= 4]
-    if spread:
-        worst = max(spread, key=lambda r: lines[id(r)])
-        out.append(f"Uncoalesced loads in {len(spread)} of {len(ranked)} points: up to "
-                   f"{lines[id(worst)]:.1f} 128-byte lines per warp load ({name(worst)}).")
-    return out
-
-
-
-def measure_tuning_view(data: TuningRecord) -> RenderableType:
-    """`measure MANIFEST --kernel NAME`: predicted against measured, per point."""
-
-    head = Text(f"{inert(data['kernel'])} on {inert(data['device'])} (driver "
-                f"{inert(str(data['driver_version']))})", style="bold")
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
-    for col in ("pred #", "params", "ok", "blk/SM pred/drv", "pred. ms", "meas. ms", "error"):
-        t.add_column(col, justify="left" if col in ("params", "ok") else "right")
-    for r in sorted(data["results"], key=lambda x: x["measured"]["median_ms"]):
-        t.add_row(str(r["predicted_rank"]),
-                  inert(" ".join(f"{k}={v}" for k, v in r["params"].items())),
-                  {True: "yes", False: "NO", None: "-"}[r["verified"]],
-                  f"{r['predicted_active_blocks_per_sm']}/{r['driver_active_blocks_per_sm']}",
-                  "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}",
-                  f"{r['measured']['median_ms']:.3f}",
-                  "-" if r["error"] is None else f"{r['error'] * 100:+.0f}%")
-    parts: list[RenderableType] = [head, t]
-    f = data["fastest"]
-    if f:
-        parts.append(Text("Fastest: " + inert(" ".join(f"{k}={v}" for k, v in f["params"].items()))
-                          + f", {f['median_ms']:.3f} ms (the model ranked it #{f['predicted_rank']})"))
-    return Group(*parts)

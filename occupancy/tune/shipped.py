@@ -1,6 +1,7 @@
-"""Tile candidates of the shipped kernels (kernels/*.cu) and what each one costs.
+"""The hand counts of the shipped kernels (kernels/*.cu): what each candidate costs.
 
-For every candidate: its block shape (from its parameters), the macros it is compiled
+The candidates themselves are the points of kernels/<family>.yaml (tune/family.py). For
+every candidate: its block shape (from its parameters), the macros it is compiled
 with, and per-launch counts the performance model needs: FLOPs, global and shared
 memory instructions with their sectors and bank-conflict ways (computed from the
 addresses a warp touches, with banks.py), barriers, and global traffic (the seeds'
@@ -121,38 +122,6 @@ class Counts:
     shared_store_wavefronts: float = 0.0
     barriers: float = 0.0  # warp-level barrier instructions
     other_instructions: float = 0.0  # warp instructions besides FFMA (loads, stores, sync, loop)
-
-
-def candidates(kernel: str) -> list[Candidate]:
-    """The candidates `occupancy tile` compares for a kernel family."""
-    if kernel == "matmul":
-        out = [Candidate("matmul", "naive", "matmul_naive", (16, 16), {"TILE": 16})]
-        out += [Candidate("matmul", "tiled", "matmul_tiled", (t, t), {"TILE": t}, tile=t)
-                for t in (8, 16, 32)]
-        for bm, bn, bk, tm, tn in ((64, 64, 16, 4, 4), (128, 128, 8, 8, 8), (128, 128, 16, 8, 8)):
-            threads = (bm // tm) * (bn // tn)
-            out.append(Candidate("matmul", "regblock", "matmul_regblock", (threads, 1),
-                                 {"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn},
-                                 tile=bm, coarsening=tm * tn))
-        return out
-    if kernel == "transpose":
-        out = [Candidate("transpose", "naive", "transpose_naive", (32, 8),
-                         {"TILE": 32, "BLOCK_ROWS": 8}, tile=32, coarsening=4)]
-        for variant in ("tiled", "padded"):
-            for rows in (8, 32):
-                out.append(Candidate("transpose", variant, f"transpose_{variant}", (32, rows),
-                                     {"TILE": 32, "BLOCK_ROWS": rows}, tile=32,
-                                     coarsening=32 // rows))
-        for rows in (8, 16):  # 64-wide tiles: two warps per row, twice the bytes per block
-            out.append(Candidate("transpose", "padded", "transpose_padded", (64, rows),
-                                 {"TILE": 64, "BLOCK_ROWS": rows}, tile=64, coarsening=64 // rows))
-        for by, extra in ((16, {}), (8, {}), (16, {"SWAP": 1}), (16, {"PERSIST": 1})):
-            out.append(Candidate("transpose", "vec", "transpose_vec", (16, by),  # float4, 64x64
-                                 {"VBY": by, **extra}, tile=64, coarsening=4 * 64 // by))
-        out.append(Candidate("transpose", "tall", "transpose_tall", (16, 16), {}, tile=128,
-                             coarsening=32))  # float4, 128 x 64 tiles, 512-B output rows
-        return out
-    raise OccupancyError(f"unknown kernel family '{kernel}': choose one of {', '.join(FAMILIES)}")
 
 
 def _cdiv(a: int, b: int) -> int:

@@ -23,72 +23,20 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from occupancy.build.resources import KernelResources
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
-from occupancy.core.solver import OccupancyResult, solve
+from occupancy.core.solver import solve
 from occupancy.inputs.expr import ExprError, integer
 from occupancy.inputs.manifest.tuning import DTYPES, MAX_ARRAY_BYTES, MAX_POINTS, ArrayArg, TuneSpec
 from occupancy.inputs.safety import INT32_MAX, check_function, inert
 from occupancy.tune.bounds import INSTANCES_PER_BUILD, WorkLimits, check_work, point_defines
-from occupancy.tune.model import MEASURED_ON, MODEL_ERROR, Prediction, predict_work
-from occupancy.tune.ptxsim import Traffic
+from occupancy.tune.model import predict_work
+from occupancy.tune.ranked import Point, Ranked, TuneReport, order
 
-
-@dataclass(frozen=True)
-class Point:
-    """One configuration of the space, instantiated for a problem."""
-
-    params: dict[str, Any]
-    function: str  # the instance, e.g. sgemm<64, 64, 8, 4, 4>
-    defines: tuple[tuple[str, str], ...]
-    block: tuple[int, ...]
-    grid: tuple[int, ...]
-    dynamic_shared_memory: int
-
-    @property
-    def threads(self) -> int:
-        return math.prod(self.block)
-
-    @property
-    def grid_blocks(self) -> int:
-        return math.prod(self.grid)
-
-
-@dataclass(frozen=True)
-class Ranked:
-    point: Point
-    resources: KernelResources | None
-    occupancy: OccupancyResult | None
-    prediction: Prediction | None
-    reasons: tuple[str, ...]  # why it is pruned (empty: ranked)
-    build: Any = None  # the toolchain Build that compiled it (measure runs its cubin)
-    traffic: Traffic | None = None  # one warp of it run on its PTX (ptxsim), None: not run
-
-    @property
-    def can_launch(self) -> bool:
-        return self.occupancy is not None and self.occupancy.launchable
-
-    @property
-    def pruned(self) -> bool:
-        return bool(self.reasons)
-
-
-@dataclass(frozen=True)
-class TuneReport:
-    spec: TuneSpec
-    device: Device
-    ranked: tuple[Ranked, ...]  # launchable ones by predicted time, then the pruned
-    restricted_out: int  # points `restrict` removed
-    ties: tuple[Ranked, ...] = ()
-    notes: tuple[str, ...] = field(default=())
-
-    @property
-    def recommended(self) -> Ranked | None:
-        return next((r for r in self.ranked if not r.pruned), None)
+__all__ = ["Point", "Ranked", "TuneReport", "points", "rank", "rank_entries"]
 
 
 # --- the space -------------------------------------------------------------------------------
@@ -210,14 +158,39 @@ def check_args(spec: TuneSpec, params: list[str], demangled: str) -> None:
 def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int = 0
          ) -> TuneReport:
     """Compile every point for the device (see _build_points), solve, prune, predict, rank."""
-    from occupancy.build.names import match_kernel
+    return rank_entries(dev, [(spec, list(pts), restricted_out)])
 
+
+def rank_entries(dev: Device, entries: Sequence[tuple[TuneSpec, list[Point], int]],
+                 family: str | None = None) -> TuneReport:
+    """Several entries' points in one ranking (a shipped family is a manifest of entries:
+    kernels/<family>.yaml), by the one rule of ranked.order."""
+    out: list[Ranked] = []
+    for spec, pts, _ in entries:
+        out += _rank_points(spec, dev, pts)
+    first = entries[0][0]
+    return order(first, dev, out, sum(e[2] for e in entries), family,
+                 occupancy_only=not any(s.work or s.hand_counts for s, _, _ in entries))
+
+
+def _rank_points(spec: TuneSpec, dev: Device, pts: Sequence[Point]) -> list[Ranked]:
+    """Every point compiled, solved, pruned (cannot launch, spills) and predicted."""
+    from occupancy.build.builds import arch_of
+    from occupancy.build.names import match_kernel
+    from occupancy.build.resources import CompilerUnavailable
+    from occupancy.tune import handcounts
+
+    if spec.hand_counts:
+        handcounts.problem_n(spec)  # a known family and its N, before anything compiles
     results, builds, key_of = _build_points(spec, dev, pts)
     out: list[Ranked] = []
     signature_checked = False
     for pt in pts:
         key = key_of(pt)
         found = results[key]
+        if isinstance(found, CompilerUnavailable) and spec.hand_counts:
+            c = handcounts.candidate_of(spec.hand_counts, pt.function, pt.block, dict(pt.defines))
+            found = {pt.function: handcounts.estimated(c)}
         if isinstance(found, BaseException):
             out.append(Ranked(pt, None, None, None, (f"does not compile: {found}",)))
             continue
@@ -227,37 +200,29 @@ def rank(spec: TuneSpec, dev: Device, pts: Sequence[Point], restricted_out: int 
         except OccupancyError as exc:
             out.append(Ranked(pt, None, None, None, (str(exc),)))
             continue
-        if not signature_checked:
-            check_args(spec, kernel_params(spec, res, builds[key]), res.demangled)
+        build = builds[key]
+        if "estimate" not in res.source and build.arch != arch_of(dev):
+            res = res.with_source(f"estimate ({res.source}; no compiler targets {arch_of(dev)})")
+        if not signature_checked and "estimate" not in res.source:
+            check_args(spec, kernel_params(spec, res, build), res.demangled)
             signature_checked = True
-        occ = solve(dev, pt.threads, res.registers_per_thread, res.static_shared_memory,
-                    pt.dynamic_shared_memory, spec.carveout, res.max_threads_per_block,
-                    max(res.barriers, 1))
+        if spec.hand_counts:
+            c = handcounts.candidate_of(spec.hand_counts, pt.function, pt.block, dict(pt.defines))
+            occ = handcounts.occupancy(dev, c, res, pt.dynamic_shared_memory, spec.carveout)
+        else:
+            occ = solve(dev, pt.threads, res.registers_per_thread, res.static_shared_memory,
+                        pt.dynamic_shared_memory, spec.carveout, res.max_threads_per_block,
+                        max(res.barriers, 1))
         reasons = list(occ.cannot_launch)
         if res.spills:
             reasons.append(f"spills {res.spill_stores_bytes} B / {res.spill_loads_bytes} B per "
                            "thread")
-        out.append(Ranked(pt, res, occ, None, tuple(reasons), builds[key]))
+        r = Ranked(pt, res, occ, None, tuple(reasons), build)
+        out.append(handcounts.attach(spec, dev, r) if spec.hand_counts else r)
     out = _predicted(spec, dev, out)
-    ok = sorted((r for r in out if not r.pruned),
-                key=lambda r: (r.prediction.predicted_ms if r.prediction else 0.0,
-                               -(r.occupancy.occupancy if r.occupancy else 0)))
-    pruned = [r for r in out if r.pruned]
-    ties: tuple[Ranked, ...] = ()
-    notes = []
-    if ok and ok[0].prediction:
-        best = ok[0].prediction.predicted_ms
-        ties = tuple(r for r in ok if r.prediction
-                     and r.prediction.predicted_ms <= best * (1 + MODEL_ERROR))
-    if dev.key not in MEASURED_ON:
-        notes.append(f"the model's constants were measured on the H200 only; on {inert(dev.name)} "
-                     "its times are untested: measure --budget settles the order")
-    if not spec.work:
-        notes.append("no 'work:' given: ranked by occupancy only; add work: {flops, dram_bytes} "
-                     "for predicted times")
-        ok.sort(key=lambda r: -(r.occupancy.occupancy if r.occupancy else 0))
-    return TuneReport(spec, dev, (*ok, *pruned), restricted_out, ties if len(ties) > 1 else (),
-                      tuple(notes))
+    if spec.hand_counts:
+        out = [handcounts.predicted(spec, dev, r) for r in out]
+    return out
 
 
 def _build_points(spec: TuneSpec, dev: Device, pts: Sequence[Point]
@@ -269,6 +234,7 @@ def _build_points(spec: TuneSpec, dev: Device, pts: Sequence[Point]
     marked. No point compiling is an error."""
     from occupancy.build.builds import arch_of, compile_build, device_build
     from occupancy.build.compilers import make_build, parallel_map
+    from occupancy.build.resources import CompilerUnavailable
 
     instances: dict[tuple[tuple[str, str], ...], list[str]] = {}
     for pt in pts:
@@ -296,7 +262,8 @@ def _build_points(spec: TuneSpec, dev: Device, pts: Sequence[Point]
     builds.update(retry)
     results.update(zip(retry, parallel_map(compile_build, list(retry.values())), strict=True))
     errors = [v for v in results.values() if isinstance(v, BaseException)]
-    if len(errors) == len(results):
+    no_compiler = all(isinstance(v, CompilerUnavailable) for v in errors)
+    if len(errors) == len(results) and not (spec.hand_counts and no_compiler):
         raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': no point compiles "
                              f"(check 'function:' and the template arguments): {errors[0]}")
 
@@ -312,11 +279,13 @@ def _predicted(spec: TuneSpec, dev: Device, ranked: list[Ranked]) -> list[Ranked
     parallel worker processes where there are many: ptxsim is Python), then the model."""
     from dataclasses import replace
 
+    from occupancy.tune.handcounts import model_reads
     from occupancy.tune.traffic import warp_traffic_many
 
     todo = []
     for i, r in enumerate(ranked):
-        if r.occupancy is None or not r.occupancy.launchable or r.resources is None:
+        if r.occupancy is None or not r.occupancy.launchable or r.resources is None \
+                or not model_reads(spec, r.resources):
             continue
         env = {**spec.problem, **r.point.params}
         flops = float(spec.work["flops"](env)) if "flops" in spec.work else 0.0

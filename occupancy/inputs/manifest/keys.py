@@ -73,6 +73,10 @@ KEYS: dict[str, Key] = {
     "reference": Key(_TT, "a NumPy expression of the inputs, or another entry's name (triton: "
                      "also path/to/module.py:function)"),
     "tolerance": Key(_TT, "the relative error a result may have, 0-1"),
+    "hand_counts": Key(frozenset({TUNE}), "a shipped family whose hand counts (tune/shipped.py) "
+                                          "describe the entry's points: matmul, transpose"),
+    "predictor": Key(frozenset({TUNE}), "model (the build's SASS and PTX; the default) or "
+                                        "hand_counts (the family's counts predict)"),
     "triton": Key(frozenset({TRITON}), "the @triton.jit function: path/to/module.py:name"),
     "signature": Key(frozenset({TRITON}), "runtime arguments' types: {a_ptr: '*fp16', M: i32}"),
     "constexprs": Key(frozenset({TRITON}), "constexpr arguments every config shares"),

@@ -70,6 +70,11 @@ class TuneSpec:
     # point on the same inputs (its first point if it has a space), writes the expected
     # values of every output the two share by name.
     reference_kernel: TuneSpec | None = None
+    # `hand_counts: FAMILY`: the points are candidates of a shipped family, whose hand counts
+    # (tune/shipped.py) give their traffic and stand in for the model where no build exists;
+    # `predictor: hand_counts`: they predict the time even where a build exists.
+    hand_counts: str | None = None
+    predictor: str = "model"
 
 
 def load_tuning(manifest: str | os.PathLike[str], kernel: str,
@@ -285,6 +290,16 @@ class _TuneEntry:
             raise self.fail("carveout", "is a percentage 0-100")
         return carveout
 
+    def predictor(self) -> tuple[str | None, str]:
+        family, predictor = self.e.get("hand_counts"), self.e.get("predictor", "model")
+        if family is not None and not (isinstance(family, str) and _NAME.fullmatch(family)):
+            raise self.fail("hand_counts", "names a shipped family, e.g. matmul")
+        if predictor not in ("model", "hand_counts"):
+            raise self.fail("predictor", "is model or hand_counts")
+        if predictor == "hand_counts" and family is None:
+            raise self.fail("predictor", "hand_counts needs 'hand_counts: FAMILY' beside it")
+        return family, predictor
+
     def spec(self) -> TuneSpec:
         self.check_keys()
         source, shown = self.source()
@@ -300,10 +315,11 @@ class _TuneEntry:
         reference, reference_kernel = self.reference(args, arrays, problem)
         tolerance, carveout = self.tolerance(), self.carveout()
         dyn = self.expr("dynamic_shared_memory", self.e.get("dynamic_shared_memory", 0))
+        family, predictor = self.predictor()
         return TuneSpec(self.kernel, self.spath, self.line() or 1, source, shown, function, defines,
                         include_dirs, flags, space, restrict, problem, self.exprs("block"),
                         self.exprs("grid"), dyn, work, args, reference, tolerance, carveout,
-                        reference_kernel)
+                        reference_kernel, family, predictor)
 
 
 def _args(raw: Any, expr: Any, fail: Any) -> tuple[tuple[Expr | ArrayArg, ...], set[str]]:

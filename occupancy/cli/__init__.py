@@ -1,0 +1,23 @@
+"""The command line: thin click commands that parse, call the library, and hand the result
+to output.emit. One module per group of commands; `common` holds the group, the exit codes
+and the options several commands share. `occupancy.cli:main` is the entry point.
+
+Importing this package imports click and the commands' modules only: every library module a
+command needs is imported inside the command (the start-up time of `occupancy calc`).
+"""
+
+from __future__ import annotations
+
+from occupancy.cli import devices, gate, launch, measure, report, tile  # noqa: F401 - registers
+from occupancy.cli.common import (
+    EXIT_OK,
+    EXIT_PROBLEM,
+    EXIT_USAGE,
+    InputError,
+    main,
+    translate_errors,
+    write_output,
+)
+
+__all__ = ["EXIT_OK", "EXIT_PROBLEM", "EXIT_USAGE", "InputError", "main", "translate_errors",
+           "write_output"]

@@ -1,0 +1,105 @@
+"""`check` (a manifest of launch configs, for CI) and `resources` (every kernel of files)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from occupancy.cli.common import (
+    InputError,
+    main,
+    translate_errors,
+)
+from occupancy.output.emit import emit
+
+
+@main.command()
+@click.argument("manifest", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github", "sarif"]),
+              default="text", show_default=True, help="Output format.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the report to a file instead of stdout (replaced if it exists).")
+@translate_errors
+def check(manifest: str, fmt: str, as_json: bool, output: str | None) -> None:
+    """Check a manifest of launch configs against target GPUs (for CI).
+
+    Per kernel x device: can it launch, is occupancy at or above its floor, are the
+    register and spill rules kept. Exit 0 when all pass, 1 when any fails, 2 for a bad
+    manifest. Example: occupancy check launches.yaml --format github
+    """
+    from occupancy.build.resolve import CheckResolver
+    from occupancy.gate.check import evaluate, exit_code
+    from occupancy.inputs.manifest import load_manifest
+
+    if as_json:
+        fmt = "json"
+    m = load_manifest(manifest)
+    resolver = CheckResolver()
+    verdicts = evaluate(m, resolver, resolver.prepare)
+    from occupancy.output.answers import CheckRun
+
+    emit(CheckRun(manifest, verdicts), fmt, output, check_inputs(m))
+    sys.exit(exit_code(verdicts))
+
+
+def check_inputs(m: Any) -> list[str]:
+    """Every file a check run reads: -o may replace none of them."""
+    files = [m.path]
+    for spec in m.kernels:
+        files += [f for f in (spec.source, spec.ptxas_log, spec.cubin) if f]
+    for t in getattr(m, "triton", ()):
+        files += [f for f in (t.module, t.config_file) if f]
+    files += [d.path for d in m.devices.values() if d.path]
+    return files
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--arch", "archs", multiple=True, metavar="sm_XX",
+              help="Architecture to compile .cu files for, or to JIT a binary's PTX for "
+                   "(repeat; default sm_80, or those of --device).")
+@click.option("--device", "-d", "devices_", multiple=True, metavar="NAME|FILE",
+              help="Use these devices' architectures (repeat); --manifest lists them.")
+@click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="Include folder for .cu files.")
+@click.option("--flag", "flags", multiple=True, metavar="FLAG",
+              help="A compiler flag for .cu files (repeat), e.g. --flag=-std=c++17.")
+@click.option("--manifest", "as_manifest", is_flag=True,
+              help="Print a starter manifest for `occupancy check` with these kernels.")
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
+@translate_errors
+def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[str, ...],
+              include_dirs: tuple[str, ...], flags: tuple[str, ...], as_manifest: bool,
+              as_json: bool) -> None:
+    """Every kernel in a .cu, ptxas log, cubin, fatbin, executable or library, per arch.
+
+    Registers, static shared memory, stack, spills and launch bounds, with names demangled.
+    Example: occupancy resources kernels/matmul.cu --arch sm_61 --arch sm_90
+    """
+    import re
+
+    from occupancy.build.builds import arch_of
+    from occupancy.build.resolve import list_resources
+
+    devs = []
+    if devices_:
+        from occupancy.inputs.profiles import load_device
+
+        devs = [load_device(d) for d in devices_]
+    for a in archs:
+        if not re.fullmatch(r"sm_\d{2,3}a?", a):
+            raise InputError(f"--arch {a!r}: use sm_XX, e.g. sm_80")
+    wanted = list(dict.fromkeys([*archs, *[arch_of(d) for d in devs]])) or ["sm_80"]
+    listed = []
+    for f in files:
+        listed += list_resources(f, wanted, include_dirs=include_dirs, flags=list(flags))
+    if as_manifest:
+        from occupancy.output.starter import starter_manifest
+
+        click.echo(starter_manifest(listed, [d.key for d in devs], include_dirs, flags), nl=False)
+        return
+    from occupancy.output.answers import Listing
+
+    emit(Listing(listed), "json" if as_json else "text")

@@ -1,0 +1,193 @@
+"""One ranking for every tile question: a user's tuning entry and a shipped family alike.
+
+Points that launch are ordered by predicted time (then occupancy); one tie rule: every point
+with `t <= best * (1 + MODEL_ERROR)` ties with the best, and `measure` decides. The
+recommendation's reasons and the findings that set points apart (bank conflicts,
+uncoalesced loads, fewer loads than the naive kernel) are part of the result, so the JSON
+carries what the terminal shows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from occupancy.core.device import Device
+from occupancy.core.solver import OccupancyResult
+from occupancy.core.words import limiters, pct
+from occupancy.inputs.manifest.tuning import TuneSpec
+from occupancy.inputs.safety import inert
+from occupancy.tune.model import MEASURED_ON, MODEL_ERROR, ROOF_NAMES, Prediction
+from occupancy.tune.shipped import Candidate, Counts
+
+# the registers of a shipped candidate no compiler here can build (tune/handcounts.py)
+ESTIMATE_SOURCE = "estimate (no compiler; pip install 'occupancy[compiler]')"
+
+if TYPE_CHECKING:
+    from occupancy.build.resources import KernelResources
+    from occupancy.tune.ptxsim import Traffic
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration of the space, instantiated for a problem."""
+
+    params: dict[str, Any]
+    function: str  # the instance, e.g. sgemm<64, 64, 8, 4, 4>
+    defines: tuple[tuple[str, str], ...]
+    block: tuple[int, ...]
+    grid: tuple[int, ...]
+    dynamic_shared_memory: int
+
+    @property
+    def threads(self) -> int:
+        return math.prod(self.block)
+
+    @property
+    def grid_blocks(self) -> int:
+        return math.prod(self.grid)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    point: Point
+    resources: KernelResources | None
+    occupancy: OccupancyResult | None
+    prediction: Prediction | None
+    reasons: tuple[str, ...]  # why it is pruned (empty: ranked)
+    build: Any = None  # the toolchain Build that compiled it (measure runs its cubin)
+    traffic: Traffic | None = None  # one warp of it run on its PTX (ptxsim), None: not run
+    # a shipped family's candidate and its hand counts (`hand_counts:` in the manifest)
+    candidate: Candidate | None = None
+    counts: Counts | None = None
+
+    @property
+    def can_launch(self) -> bool:
+        return self.occupancy is not None and self.occupancy.launchable
+
+    @property
+    def pruned(self) -> bool:
+        return bool(self.reasons)
+
+    @property
+    def label(self) -> str:
+        """The shipped candidate's label (`tiled 16`), else its params (`TILE=16 PAD=1`)."""
+        if self.candidate is not None:
+            return self.candidate.label
+        return " ".join(f"{k}={v}" for k, v in self.point.params.items())
+
+
+@dataclass(frozen=True)
+class TuneReport:
+    spec: TuneSpec  # the (first) entry ranked
+    device: Device
+    ranked: tuple[Ranked, ...]  # launchable ones by predicted time, then the pruned
+    restricted_out: int  # points `restrict` removed
+    ties: tuple[Ranked, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+    why: tuple[str, ...] = ()  # the recommendation's reasons, the tie among them
+    findings: tuple[str, ...] = ()  # what sets points apart (bank conflicts, coalescing)
+    family: str | None = None  # a shipped family: all the entries of its manifest, ranked together
+
+    @property
+    def recommended(self) -> Ranked | None:
+        return next((r for r in self.ranked if not r.pruned), None)
+
+    @property
+    def name(self) -> str:
+        return self.family or self.spec.name
+
+
+def order(spec: TuneSpec, dev: Device, out: Sequence[Ranked], restricted_out: int,
+          family: str | None = None, occupancy_only: bool = False) -> TuneReport:
+    """The ranking: launchable points by predicted time (then occupancy; by occupancy alone
+    where nothing predicts a time), then the pruned; the ties, reasons, findings and notes."""
+    ok = sorted((r for r in out if not r.pruned),
+                key=lambda r: (r.prediction.predicted_ms if r.prediction else 0.0,
+                               -(r.occupancy.occupancy if r.occupancy else 0)))
+    pruned = [r for r in out if r.pruned]
+    notes = []
+    if dev.key not in MEASURED_ON:
+        notes.append(f"the model's constants were measured on the H200 only; on {inert(dev.name)} "
+                     "its times are untested: measure --budget settles the order")
+    if any(r.resources is not None and r.resources.source == ESTIMATE_SOURCE for r in out):
+        notes.append("registers are estimates: no compiler for the device's architecture; "
+                     "pip install 'occupancy[compiler]'")
+    if occupancy_only:
+        notes.append("no 'work:' given: ranked by occupancy only; add work: {flops, dram_bytes} "
+                     "for predicted times")
+        ok.sort(key=lambda r: -(r.occupancy.occupancy if r.occupancy else 0))
+    ties: tuple[Ranked, ...] = ()
+    if ok and ok[0].prediction:
+        best = ok[0].prediction.predicted_ms
+        ties = tuple(r for r in ok if r.prediction
+                     and r.prediction.predicted_ms <= best * (1 + MODEL_ERROR))
+    ties = ties if len(ties) > 1 else ()
+    why = tuple(reasons(ok[0], ok, ties)) if ok else ("no point can launch on this device",)
+    return TuneReport(spec, dev, (*ok, *pruned), restricted_out, ties, tuple(notes), why,
+                      tuple(findings(ok)), family)
+
+
+def reasons(best: Ranked, ok: Sequence[Ranked], ties: Sequence[Ranked]) -> list[str]:
+    """Why the pick: its time and roof, the tie or the margin over the runner-up, its
+    occupancy and limiter, and (hand counts) the loads it saves and its bank conflicts."""
+    p, occ, res = best.prediction, best.occupancy, best.resources
+    assert occ is not None and res is not None
+    out = [f"{best.label}: predicted {p.predicted_ms:.3f} ms, bound by {ROOF_NAMES[p.bound]}"
+           if p else f"{best.label}: the highest occupancy (no predicted time)"]
+    timed = [r for r in ok if r is not best and r.prediction]
+    if p and ties:
+        others = ", ".join(f"{r.label} ({_ratio(r, p):.2f}x)" for r in ties if r is not best)
+        out.append(f"a tie with {others}, within the model's error ({MODEL_ERROR:.0%}): "
+                   "`occupancy measure` decides")
+    elif p and timed:
+        out.append(f"{_ratio(timed[0], p):.2f}x faster than the runner-up, {timed[0].label}")
+    blocks = occ.active_blocks_per_sm
+    out.append(f"occupancy {pct(occ.occupancy)} ({blocks} block{'' if blocks == 1 else 's'} of "
+               f"{best.point.threads} threads per SM, limited by {limiters(occ.limiters)}; "
+               f"{res.registers_per_thread} registers from {res.source})")
+    k = best.counts
+    naive = next((r for r in ok if r.candidate is not None and r.candidate.variant == "naive"
+                  and r.counts is not None), None)
+    if k is not None and naive is not None and naive is not best and naive.counts is not None \
+            and k.global_load_elements:
+        saved = naive.counts.global_load_elements / k.global_load_elements
+        if saved >= 1.5:
+            out.append(f"{saved:.0f}x fewer global loads than the naive kernel "
+                       f"({k.global_load_elements:.3g} vs "
+                       f"{naive.counts.global_load_elements:.3g} elements)")
+    if k is not None and k.bank_conflict_ways > 1:
+        out.append(f"its shared-memory access has {k.bank_conflict_ways}-way bank conflicts, "
+                   "counted in the load/store roof")
+    if p and p.hiding < 1:
+        out.append(f"the resident warps hide {pct(p.hiding)} of the memory latency")
+    return [inert(x) for x in out]
+
+
+def _ratio(r: Ranked, p: Prediction) -> float:
+    assert r.prediction is not None
+    return r.prediction.predicted_ms / p.predicted_ms
+
+
+def findings(ranked: Sequence[Ranked]) -> list[str]:
+    """What one warp of each point did on its PTX, where it sets points apart: bank
+    conflicts (shared passes over the conflict-free count) and uncoalesced global loads
+    (128-byte lines per load; 1 is a warp of floats in one line)."""
+    out = []
+    ways = {id(r): r.traffic.conflict_factor for r in ranked if r.traffic}
+    lines = {id(r): r.traffic.global_load_lines / r.traffic.global_loads
+             for r in ranked if r.traffic and r.traffic.global_loads}
+    conflicted = [r for r in ranked if ways.get(id(r), 0) >= 1.5]
+    if conflicted:
+        worst = max(conflicted, key=lambda r: ways[id(r)])
+        out.append(f"Bank conflicts in {len(conflicted)} of {len(ranked)} points: up to "
+                   f"{ways[id(worst)]:.1f}x the conflict-free shared-memory passes "
+                   f"({inert(worst.label)}), counted in the load/store roof.")
+    spread = [r for r in ranked if lines.get(id(r), 0) >= 4]
+    if spread:
+        worst = max(spread, key=lambda r: lines[id(r)])
+        out.append(f"Uncoalesced loads in {len(spread)} of {len(ranked)} points: up to "
+                   f"{lines[id(worst)]:.1f} 128-byte lines per warp load ({inert(worst.label)}).")
+    return out
