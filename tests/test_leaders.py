@@ -37,3 +37,10 @@ def test_no_tie_and_nothing_shared() -> None:
     # a parameter that moves it more than 1% is not listed as small
     lead = leaders([({"a": 1, "b": 2}, 1.0), ({"a": 2, "b": 2}, 1.02), ({"a": 2, "b": 3}, 1.05)])
     assert lead is not None and "b change it" not in describe(lead, 3, 0.15)
+
+
+def test_only_parameters_every_point_has() -> None:
+    """Entries of a shipped family have different parameters: only the shared ones count."""
+    lead = leaders([({"TILE": 32, "ROWS": 8}, 1.0), ({"TILE": 64, "VEC": 4}, 1.1)])
+    assert lead is not None and [s.param for s in lead.separations] == ["TILE"]
+    assert lead.agreed == ()

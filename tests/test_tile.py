@@ -147,7 +147,8 @@ def test_warp_path_floor() -> None:
 
     h200 = load_device("h200")
     occ = solve(h200, 64, 23)
-    counts = dict.fromkeys(FIELDS[:-2], 0.0) | {"global_loads": 120.0}
+    counts = dict.fromkeys([f for f in FIELDS if f not in ("load_cover", "covered_loads")], 0.0) \
+        | {"global_loads": 120.0}
     t = Traffic(True, 32, **counts, load_cover=0.0, covered_loads=0.0)
     mix = {"ldg": 4, "ldg_batches": 1}
     clock = h200.boost_clock_mhz * 1e6

@@ -189,6 +189,7 @@ def tune_dict(rep: TuneReport, kernel_tuner: bool = False, stored: dict[str, Any
         "reasons": list(rep.why),
         "tie": [dict(r.point.params) for r in rep.ties],
         "tie_labels": [r.label for r in rep.ties],
+        "tie_separation": _separation(rep),
         "findings": list(rep.findings),
         "pruned": sum(r.pruned for r in rep.ranked),
         "restricted_out": rep.restricted_out,
@@ -282,3 +283,13 @@ def check_dict(manifest: str, verdicts: Sequence[Verdict]) -> dict[str, Any]:
     passed, failed, errors = tally(verdicts)
     return {"manifest": manifest, "results": [verdict_dict(v) for v in verdicts],
             "passed": passed, "failed": failed, "errors": errors}
+
+
+def _separation(rep: TuneReport) -> dict[str, Any] | None:
+    """What separates the tied points (tune/leaders.py): the values they share, and per
+    other parameter the best predicted time per value; None without a tie."""
+    from occupancy.tune.leaders import leaders
+
+    lead = leaders([(dict(r.point.params), r.prediction.predicted_ms)
+                    for r in rep.ties if r.prediction])
+    return lead.to_dict() if lead is not None else None

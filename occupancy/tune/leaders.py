@@ -38,7 +38,8 @@ def leaders(points: Sequence[tuple[dict[str, Any], float]]) -> Leaders | None:
     them; None for fewer than two."""
     if len(points) < 2:
         return None
-    names = list(points[0][0])
+    # the parameters every tied point has (a shipped family's entries have different ones)
+    names = [k for k in points[0][0] if all(k in params for params, _ in points)]
     agreed, seps = [], []
     for name in names:
         best: dict[str, float] = {}

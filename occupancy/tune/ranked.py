@@ -19,6 +19,7 @@ from occupancy.core.solver import OccupancyResult
 from occupancy.core.words import limiters, pct
 from occupancy.inputs.manifest.tuning import TuneSpec
 from occupancy.inputs.safety import inert
+from occupancy.tune.leaders import describe, leaders
 from occupancy.tune.model import MEASURED_ON, MODEL_ERROR, ROOF_NAMES, Prediction
 from occupancy.tune.shipped import Candidate, Counts
 
@@ -142,6 +143,10 @@ def reasons(best: Ranked, ok: Sequence[Ranked], ties: Sequence[Ranked]) -> list[
         others = ", ".join(f"{r.label} ({_ratio(r, p):.2f}x)" for r in ties if r is not best)
         out.append(f"a tie with {others}, within the model's error ({MODEL_ERROR:.0%}): "
                    "`occupancy measure` decides")
+        lead = leaders([(dict(r.point.params), r.prediction.predicted_ms)
+                        for r in ties if r.prediction])
+        if lead is not None and lead.separations:
+            out.append(describe(lead, len(ties), MODEL_ERROR))
     elif p and timed:
         out.append(f"{_ratio(timed[0], p):.2f}x faster than the runner-up, {timed[0].label}")
     blocks = occ.active_blocks_per_sm
