@@ -3,7 +3,6 @@ the manifest's include dirs, flags and defines; results through the build cache.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import re
@@ -251,48 +250,35 @@ def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None,
 
 
 def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str]]:
-    """PTX from NVRTC, and the mangled name of every name expression."""
-    lib = ctypes.CDLL(c.path)
-    prog = ctypes.c_void_p()
+    """PTX from NVRTC, and the mangled name of every name expression. NVRTC runs in a child
+    process (nvrtc_child.py): under the limits every tool runs with, and in parallel (one
+    process's NVRTC compiles one program at a time)."""
+    import json
+    import sys
 
-    def check(status: int, what: str) -> None:
-        if status != 0:
-            lib.nvrtcGetErrorString.restype = ctypes.c_char_p
-            raise CompileError(f"NVRTC {what} failed: {lib.nvrtcGetErrorString(status).decode()}")
-
-    check(lib.nvrtcCreateProgram(ctypes.byref(prog), text.encode(), build.source.encode(), 0,
-                                 None, None), "create")
+    dirs = (os.path.dirname(build.source), *build.include_dirs, *nvrtc_include_dirs())
+    opts = [f"--gpu-architecture=compute_{build.arch[3:]}", "-std=c++17",
+            *[f"-I{d}" for d in dirs], *[f"-D{k}={v}" for k, v in build.defines],
+            *nvrtc_flags(build.flags)]
+    job = {"lib": c.path, "text": text, "name": build.source,
+           "expressions": list(build.name_expressions), "options": opts}
+    child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvrtc_child.py")
+    with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
+        r = _run([sys.executable, "-I", "-S", child], build, c.label, cwd=tmp,
+                 stdin=json.dumps(job))
     try:
-        for expr in build.name_expressions:
-            check(lib.nvrtcAddNameExpression(prog, f"&{expr}".encode()), "name expression")
-        dirs = (os.path.dirname(build.source), *build.include_dirs, *nvrtc_include_dirs())
-        opts = [f"--gpu-architecture=compute_{build.arch[3:]}", "-std=c++17",
-                *[f"-I{d}" for d in dirs], *[f"-D{k}={v}" for k, v in build.defines],
-                *nvrtc_flags(build.flags)]
-        arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
-        status = lib.nvrtcCompileProgram(prog, len(opts), arr)
-        if status != 0:
-            size = ctypes.c_size_t()
-            lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-            buf = ctypes.create_string_buffer(size.value)
-            lib.nvrtcGetProgramLog(prog, buf)
-            log = buf.value.decode(errors="replace")
-            hint = _nvrtc_blocker(log, build.arch)
-            raise CompileError(f"{inert(build.shown)} for {build.arch}: {c.label}: "
-                               f"{_first_errors(log, build)}{hint}")
-        size = ctypes.c_size_t()
-        check(lib.nvrtcGetPTXSize(prog, ctypes.byref(size)), "PTX size")
-        buf = ctypes.create_string_buffer(size.value)
-        check(lib.nvrtcGetPTX(prog, buf), "PTX")
-        lowered = {}
-        for expr in build.name_expressions:
-            name = ctypes.c_char_p()
-            if lib.nvrtcGetLoweredName(prog, f"&{expr}".encode(), ctypes.byref(name)) == 0 \
-                    and name.value:
-                lowered[expr] = name.value.decode()
-        return buf.value.decode(), lowered
-    finally:
-        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+        got = json.loads(r.stdout)
+    except ValueError:
+        raise CompileError(f"{inert(build.shown)} for {build.arch}: {c.label} gave no answer"
+                           ) from None
+    if "what" in got:
+        raise CompileError(f"NVRTC {got['what']} failed: {inert(str(got['error']))}")
+    if "log" in got:
+        log = str(got["log"])
+        hint = _nvrtc_blocker(log, build.arch)
+        raise CompileError(f"{inert(build.shown)} for {build.arch}: {c.label}: "
+                           f"{_first_errors(log, build)}{hint}")
+    return str(got["ptx"]), {str(k): str(v) for k, v in got["lowered"].items()}
 
 
 _HOST_CODE = re.compile(r"host variables are not allowed|host functions are not allowed|"
