@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from occupancy.build.builds import (
+    _cached,
     _compile,
     _instantiating_wrapper,
     _nvcc_source_args,
@@ -143,8 +144,6 @@ def _share(unit: _Unit, b: Build, files: list[str], loop_mix: bool) -> Result:
 def _hit_or_preprocess(b: Build, loop_mix: bool) -> Result | tuple[str, list[str]]:
     """The cached result, or (the SHA-256 of b's translation unit, the files it read);
     a build that cannot be preprocessed is compiled (its error is then the compile's)."""
-    from occupancy.build.builds import _cached
-
     try:
         c = compiler_of(b)
         hit = _cached(_key(b, c), None, loop_mix)
