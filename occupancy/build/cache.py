@@ -1,7 +1,8 @@
 """The build cache on disk: keyed by the compiler, the arch, every flag, the tool's version and
-the content of every file the compiler read (its dependency output), and stale once a file
-appears where the include search would now find it first. Failures are cached like
-successes."""
+the content of every file the compiler read (nvcc: the line markers of its device preprocessing;
+NVRTC: the user's includes, over-approximated), and stale once a file appears where the include
+search would now find it first. Failures are cached like successes. An entry `check` wrote holds
+no SASS loop mix ("mix": false): a build that wants it disassembles the cached cubin."""
 
 from __future__ import annotations
 
