@@ -10,8 +10,9 @@
 
 Targets (issues 10 and 20): cold <= 60 s, warm (cached) <= 1 s, also with the failing entry.
 Other work shares this machine while it runs: the record says how loaded it was (load
-average before and after). Writes bench/results/check_realcode_speed.json.
-Run: python bench/check_realcode_speed.py
+average before and after, and --note says what else ran). Adds a run to
+bench/results/check_realcode_speed.json (the earlier runs stay, for comparison).
+Run: python bench/check_realcode_speed.py [project] [llmc] [--note TEXT]
 """
 
 from __future__ import annotations
@@ -122,7 +123,8 @@ def main() -> None:
         "note": ("the 2 cores were shared with other sessions' builds and tests while this ran "
                  "(see the load averages): cold times are upper bounds"),
     }
-    only = sys.argv[1:] or ["project", "llmc"]
+    args = [a for i, a in enumerate(sys.argv[1:]) if a != "--note" and sys.argv[i] != "--note"]
+    only = args or ["project", "llmc"]
     if "project" in only:
         m, builds = project_manifest(tmp)
         out["project"] = {"distinct_builds": builds, **measure(m, tmp / "cache-project", 0)}
@@ -130,8 +132,13 @@ def main() -> None:
         m, builds = llmc_manifest(tmp)
         out["llmc"] = {"distinct_builds": builds, "failing_entries": 1,
                        "flags": MAKEFILE_FLAGS, **measure(m, tmp / "cache-llmc", 4)}
+    if len(sys.argv) > 1 and "--note" in sys.argv:
+        out["note"] = sys.argv[sys.argv.index("--note") + 1]
+    # every run is kept, oldest first (a file of one run, as the first ones wrote it, too)
     path = ROOT / "bench" / "results" / "check_realcode_speed.json"
-    path.write_text(json.dumps(out, indent=2) + "\n")
+    before = json.loads(path.read_text()) if path.is_file() else {}
+    runs = before.get("runs", [before] if before else [])
+    path.write_text(json.dumps({"runs": [*runs, out]}, indent=2) + "\n")
     print(json.dumps(out, indent=2))
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -3,7 +3,6 @@ the manifest's include dirs, flags and defines; results through the build cache.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import re
@@ -15,7 +14,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from occupancy.build.binaries import parse_cubin, ptx_entries, static_shared_from_cubin
-from occupancy.build.cache import _cache_load, _cache_store, _cache_store_failure, _key, cache_dir
+from occupancy.build.cache import (
+    _cache_add_mix,
+    _cache_load,
+    _cache_store,
+    _cache_store_failure,
+    _key,
+    cache_dir,
+)
 from occupancy.build.compilers import (
     COMPILER_HINT,
     CUDA_ROOTS,
@@ -63,11 +69,13 @@ def _first_errors(text: str, build: Build, tmp: str | None = None,
 
 
 def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None,
-         also: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+         also: Mapping[str, str] | None = None, stdin: str | None = None
+         ) -> subprocess.CompletedProcess[str]:
     try:
         # TMPDIR too: whatever nvcc writes besides -keep's files stays in this build's folder
         env = {**os.environ, "TMPDIR": cwd} if cwd else None
-        r = run_tool(cmd, timeout=TIMEOUT_S, memory=COMPILER_MEMORY, cwd=cwd, env=env)
+        r = run_tool(cmd, timeout=TIMEOUT_S, memory=COMPILER_MEMORY, cwd=cwd, env=env,
+                     stdin=stdin)
     except subprocess.TimeoutExpired:
         raise CompileTimeout(f"{inert(build.shown)}: {what} did not finish in {TIMEOUT_S} s") from None
     except OSError as exc:
@@ -104,15 +112,17 @@ def _instantiating_wrapper(build: Build) -> str:
 BuildOutput = tuple[dict[str, KernelResources], list[str], bytes, str]  # +deps, cubin, PTX
 
 
-def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
+def _nvcc_build(build: Build, c: Compiler, probe: dict[str, object] | None = None
+                ) -> BuildOutput:
     """nvcc -cubin with ptxas -v; with -rdc the relocatable cubin (and those of the `link:`
     sources) are device-linked, and the linked image gives what the driver loads."""
     source = build.source
     if build.name_expressions:
         source = _instantiating_wrapper(build)
-    log, data, deps, ptx = _nvcc_one(build, c, source)
+    log, data, deps, ptx = _nvcc_one(build, c, source, None if build.rdc else probe)
     if not build.rdc:
-        return _combine(log, data, build, f"{c.label} {build.arch}", None), deps, data, ptx
+        return (_combine(log, data, build, f"{c.label} {build.arch}", None, mix=False), deps,
+                data, ptx)
     objects = [data]
     for other in build.link:
         more_log, more, more_deps, _ = _nvcc_one(build, c, other)
@@ -121,36 +131,79 @@ def _nvcc_build(build: Build, c: Compiler) -> BuildOutput:
     linked = device_link(objects, build.arch, f"{inert(build.shown)} for {build.arch}",
                          beside=c.path)
     label = f"{c.label} -rdc device-linked {build.arch}"
-    return _combine(log, linked, build, label, None, linked=True), deps, linked, ptx
+    return _combine(log, linked, build, label, None, linked=True, mix=False), deps, linked, ptx
 
 
-def _nvcc_one(build: Build, c: Compiler, source: str) -> tuple[str, bytes, list[str], str]:
+def _nvcc_one(build: Build, c: Compiler, source: str, probe: dict[str, object] | None = None
+              ) -> tuple[str, bytes, list[str], str]:
     """One nvcc -cubin: (ptxas log, cubin, files read, PTX). Every compile has its own
-    folder for -keep (the intermediate files of two compiles never meet)."""
+    folder for -keep (the intermediate files of two compiles never meet). The files read are
+    those of the device preprocessing (the line markers of the .cpp1.ii cicc compiles): no
+    -MD, which costs a second, host-side preprocessing that cannot change device code.
+    `probe["tu"]` receives the SHA-256 of that translation unit (batch.py shares identical
+    ones)."""
     with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
-        cubin, deps = os.path.join(tmp, "k.cubin"), os.path.join(tmp, "k.d")
+        cubin = os.path.join(tmp, "k.cubin")
         # -keep leaves the PTX of this very compile in tmp (ptxsim reads its addresses)
         cmd = [c.path, "-cubin", f"-arch={build.arch}", "-keep", "-keep-dir", tmp,
                "-Xptxas", "-v", *[x for f in ptxas_flags(build.flags) for x in ("-Xptxas", f)],
-               *nvcc_flags(build.flags),
-               *[f"-I{d}" for d in build.include_dirs],
-               *[f"-D{k}={_nvcc_list_item(v)}" for k, v in build.defines],
-               "-MD", "-MF", deps, source, "-o", cubin]
+               *_nvcc_source_args(build, source), "-o", cubin]
         r = _run(cmd, build, c.label, cwd=tmp,
                  also={source: "the instantiation of " + ", ".join(build.name_expressions)}
                  if source not in (build.source, *build.link) else None)
         data = Path(cubin).read_bytes()
-        dep_text = Path(deps).read_text(errors="replace") if os.path.exists(deps) else ""
+        units = sorted(Path(tmp).glob("*.cpp1.ii"))
+        text = units[0].read_bytes() if len(units) == 1 else None
         ptx = "\n".join(p.read_text(errors="replace") for p in sorted(Path(tmp).glob("*.ptx")))
-    files = [p.replace("\\ ", " ") for p in re.split(r"(?<!\\)\s+", dep_text.split(":", 1)[-1])
-             if p and p != "\\"]
-    return r.stderr + r.stdout, data, [os.path.abspath(f) for f in files], ptx
+    if text is None:  # not the pipeline this was written for: the user's files, over-approximated
+        files = scan_includes(source, [os.path.dirname(source), *build.include_dirs])
+    else:
+        files = preprocessed_files(text, tmp)
+        if probe is not None:
+            probe["tu"] = hashlib.sha256(text).hexdigest()
+    return r.stderr + r.stdout, data, files, ptx
+
+
+def _nvcc_source_args(build: Build, source: str) -> list[str]:
+    """What shapes the translation unit on an nvcc command line: flags, include folders,
+    defines, the source (nvcc -cubin and nvcc -E preprocess alike with these)."""
+    return [*nvcc_flags(build.flags), *[f"-I{d}" for d in build.include_dirs],
+            *[f"-D{k}={_nvcc_list_item(v)}" for k, v in build.defines], source]
+
+
+_MARKER = re.compile(rb'^# \d+ "((?:[^"\\\n]|\\.)*)"', re.MULTILINE)
+_ESCAPE = re.compile(rb"\\([0-7]{1,3}|.)")
+
+
+def preprocessed_files(text: bytes, cwd: str) -> list[str]:
+    """Every file a preprocessed translation unit came from (its line markers: GCC names
+    each file it enters, even an empty one), absolute (a relative one is in `cwd`)."""
+    seen: dict[str, None] = {}
+    for raw in dict.fromkeys(m.group(1) for m in _MARKER.finditer(text)):
+        name = os.fsdecode(_ESCAPE.sub(_unescape, raw))
+        if name.startswith("<") or name.endswith("//"):  # <built-in>, <command-line>, cwd
+            continue
+        seen[os.path.join(cwd, name)] = None  # as the compiler opened it (no .. folded)
+    return list(seen)
+
+
+def _unescape(m: re.Match[bytes]) -> bytes:
+    """GCC writes \\ and \" in a marker's name, and other bytes as octal."""
+    esc = m.group(1)
+    return bytes([int(esc, 8) & 0xFF]) if esc[:1].isdigit() else esc
 
 
 def _nvcc_list_item(value: str) -> str:
     """nvcc reads -D as a comma-separated list: `\\,` keeps a comma in the value, so nvcc
     defines the same macro NVRTC does (define values never hold a backslash)."""
     return value.replace(",", "\\,")
+
+
+def with_loop_mix(found: Mapping[str, KernelResources], cubin: bytes
+                  ) -> dict[str, KernelResources]:
+    """The kernels with the instruction mix of their hottest loop, from this cubin's SASS."""
+    mixes = _loop_mixes(cubin)
+    return {k: replace(v, loop_mix=mixes.get(k)) for k, v in found.items()}
 
 
 def _loop_mixes(cubin: bytes) -> dict[str, tuple[tuple[str, int], ...]]:
@@ -171,15 +224,15 @@ def _loop_mixes(cubin: bytes) -> dict[str, tuple[tuple[str, int], ...]]:
 
 
 def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None,
-             linked: bool = False) -> dict[str, KernelResources]:
-    """ptxas's report (registers, smem, spills) plus the cubin's launch bounds and the
-    SASS instruction mix of each kernel's hottest loop. A device-linked image (`linked`)
+             linked: bool = False, mix: bool = True) -> dict[str, KernelResources]:
+    """ptxas's report (registers, smem, spills) plus the cubin's launch bounds and (`mix`)
+    the SASS instruction mix of each kernel's hottest loop. A device-linked image (`linked`)
     overrides what the link fixes: registers, static smem, barriers and stack."""
     sections = parse_ptxas_log(log, label="")
     found = sections.get(build.arch) or next(iter(sections.values()), {})
     binary = parse_cubin(cubin)
     bounds = ptx_entries(ptx) if ptx else {}
-    mixes = _loop_mixes(cubin)
+    mixes = _loop_mixes(cubin) if mix else {}
     out = {}
     for name, res in found.items():
         k = binary.kernels.get(name)
@@ -197,48 +250,35 @@ def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None,
 
 
 def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str]]:
-    """PTX from NVRTC, and the mangled name of every name expression."""
-    lib = ctypes.CDLL(c.path)
-    prog = ctypes.c_void_p()
+    """PTX from NVRTC, and the mangled name of every name expression. NVRTC runs in a child
+    process (nvrtc_child.py): under the limits every tool runs with, and in parallel (one
+    process's NVRTC compiles one program at a time)."""
+    import json
+    import sys
 
-    def check(status: int, what: str) -> None:
-        if status != 0:
-            lib.nvrtcGetErrorString.restype = ctypes.c_char_p
-            raise CompileError(f"NVRTC {what} failed: {lib.nvrtcGetErrorString(status).decode()}")
-
-    check(lib.nvrtcCreateProgram(ctypes.byref(prog), text.encode(), build.source.encode(), 0,
-                                 None, None), "create")
+    dirs = (os.path.dirname(build.source), *build.include_dirs, *nvrtc_include_dirs())
+    opts = [f"--gpu-architecture=compute_{build.arch[3:]}", "-std=c++17",
+            *[f"-I{d}" for d in dirs], *[f"-D{k}={v}" for k, v in build.defines],
+            *nvrtc_flags(build.flags)]
+    job = {"lib": c.path, "text": text, "name": build.source,
+           "expressions": list(build.name_expressions), "options": opts}
+    child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvrtc_child.py")
+    with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
+        r = _run([sys.executable, "-I", "-S", child], build, c.label, cwd=tmp,
+                 stdin=json.dumps(job))
     try:
-        for expr in build.name_expressions:
-            check(lib.nvrtcAddNameExpression(prog, f"&{expr}".encode()), "name expression")
-        dirs = (os.path.dirname(build.source), *build.include_dirs, *nvrtc_include_dirs())
-        opts = [f"--gpu-architecture=compute_{build.arch[3:]}", "-std=c++17",
-                *[f"-I{d}" for d in dirs], *[f"-D{k}={v}" for k, v in build.defines],
-                *nvrtc_flags(build.flags)]
-        arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
-        status = lib.nvrtcCompileProgram(prog, len(opts), arr)
-        if status != 0:
-            size = ctypes.c_size_t()
-            lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-            buf = ctypes.create_string_buffer(size.value)
-            lib.nvrtcGetProgramLog(prog, buf)
-            log = buf.value.decode(errors="replace")
-            hint = _nvrtc_blocker(log, build.arch)
-            raise CompileError(f"{inert(build.shown)} for {build.arch}: {c.label}: "
-                               f"{_first_errors(log, build)}{hint}")
-        size = ctypes.c_size_t()
-        check(lib.nvrtcGetPTXSize(prog, ctypes.byref(size)), "PTX size")
-        buf = ctypes.create_string_buffer(size.value)
-        check(lib.nvrtcGetPTX(prog, buf), "PTX")
-        lowered = {}
-        for expr in build.name_expressions:
-            name = ctypes.c_char_p()
-            if lib.nvrtcGetLoweredName(prog, f"&{expr}".encode(), ctypes.byref(name)) == 0 \
-                    and name.value:
-                lowered[expr] = name.value.decode()
-        return buf.value.decode(), lowered
-    finally:
-        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+        got = json.loads(r.stdout)
+    except ValueError:
+        raise CompileError(f"{inert(build.shown)} for {build.arch}: {c.label} gave no answer"
+                           ) from None
+    if "what" in got:
+        raise CompileError(f"NVRTC {got['what']} failed: {inert(str(got['error']))}")
+    if "log" in got:
+        log = str(got["log"])
+        hint = _nvrtc_blocker(log, build.arch)
+        raise CompileError(f"{inert(build.shown)} for {build.arch}: {c.label}: "
+                           f"{_first_errors(log, build)}{hint}")
+    return str(got["ptx"]), {str(k): str(v) for k, v in got["lowered"].items()}
 
 
 _HOST_CODE = re.compile(r"host variables are not allowed|host functions are not allowed|"
@@ -337,7 +377,7 @@ def _nvrtc_build(build: Build, c: Compiler) -> BuildOutput:
     log, data, ptx = _nvrtc_one(build, c)
     deps = scan_includes(build.source, [os.path.dirname(build.source), *build.include_dirs])
     if not build.rdc:
-        return _combine(log, data, build, f"{c.label} {build.arch}", ptx), deps, data, ptx
+        return _combine(log, data, build, f"{c.label} {build.arch}", ptx, mix=False), deps, data, ptx
     objects = [data]
     for other in build.link:
         part = replace(build, source=other, shown=other, name_expressions=())
@@ -347,7 +387,7 @@ def _nvrtc_build(build: Build, c: Compiler) -> BuildOutput:
         deps += scan_includes(other, [os.path.dirname(other), *build.include_dirs])
     linked = device_link(objects, build.arch, f"{inert(build.shown)} for {build.arch}")
     label = f"{c.label} -rdc device-linked {build.arch}"
-    return _combine(log, linked, build, label, ptx, linked=True), deps, linked, ptx
+    return _combine(log, linked, build, label, ptx, linked=True, mix=False), deps, linked, ptx
 
 
 def _nvrtc_one(build: Build, c: Compiler) -> tuple[str, bytes, str]:
@@ -368,9 +408,12 @@ def _nvrtc_one(build: Build, c: Compiler) -> tuple[str, bytes, str]:
         return r.stderr + r.stdout, Path(cubin).read_bytes(), ptx
 
 
-def compile_build(build: Build) -> dict[str, KernelResources]:
-    """Every kernel of the build, by mangled name (cached; demangled names filled in)."""
-    return _compile(build)[0]
+def compile_build(build: Build, loop_mix: bool = True) -> dict[str, KernelResources]:
+    """Every kernel of the build, by mangled name (cached; demangled names filled in).
+    `loop_mix=False` leaves out the SASS loop mix (nvdisasm), which only the time model
+    reads: `check` needs registers, shared memory and bounds; a later call that wants the
+    mix disassembles the cached cubin then."""
+    return _compile(build, loop_mix=loop_mix)[0]
 
 
 def build_cubin(build: Build) -> bytes:
@@ -384,27 +427,32 @@ def build_ptx(build: Build) -> str:
     return (_compile(build, want=".ptx")[1] or b"").decode(errors="replace")
 
 
-def _compile(build: Build, want: str | None = None
+def _compile(build: Build, want: str | None = None, loop_mix: bool = True,
+             probe: dict[str, object] | None = None
              ) -> tuple[dict[str, KernelResources], bytes | None]:
     """A build; one whose name expressions do not compile (a template argument the launch
     deduces, `k<true, 0>` of `k<bool, int, typename T>`) is built without them: the kernels
-    the code instantiates itself are then matched by their leading arguments."""
+    the code instantiates itself are then matched by their leading arguments. A compile (not
+    a cache hit) fills `probe`: the translation unit's SHA-256 ("tu", nvcc without -rdc),
+    "cubin" and "ptx"."""
     try:
-        return _compile_once(build, want)
+        return _compile_once(build, want, loop_mix, probe)
     except CompileTimeout:
         raise
     except CompileError as exc:
         if not build.name_expressions:
             raise
         first = exc
-    found, data = _compile_once(replace(build, name_expressions=()), want)
+    if probe is not None:
+        probe.clear()  # what the retry compiles is another translation unit
+    found, data = _compile_once(replace(build, name_expressions=()), want, loop_mix, probe)
     if not found:  # the code instantiates nothing itself: the instances' own error stands
         raise first
     return found, data
 
 
-def _compile_once(build: Build, want: str | None = None
-                  ) -> tuple[dict[str, KernelResources], bytes | None]:
+def compiler_of(build: Build) -> Compiler:
+    """The compiler that builds this (CompilerUnavailable if none)."""
     c = compiler_for(build.arch, build.nvcc or None)
     if c is None and build.nvcc:
         got = nvcc_at(build.nvcc)
@@ -414,20 +462,45 @@ def _compile_once(build: Build, want: str | None = None
                 "is not an nvcc with ptxas beside it"))
     if c is None:
         raise CompilerUnavailable(f"no compiler targets {build.arch}: {COMPILER_HINT}")
-    key = _key(build, c)
-    hit = _cache_load(key)
-    if hit is not None:
-        if want is None:
-            return hit, None
+    return c
+
+
+def _cached(key: str, want: str | None, loop_mix: bool
+            ) -> tuple[dict[str, KernelResources], bytes | None] | None:
+    """A cache hit (with the binary asked for, and the loop mix if asked for), or None."""
+    hit = _cache_load(key, loop_mix)
+    if hit is None and loop_mix:  # an entry `check` wrote: disassemble its cubin now
+        bare = _cache_load(key)
         try:
-            return hit, (cache_dir() / f"{key}{want}").read_bytes()
+            cubin = (cache_dir() / f"{key}.cubin").read_bytes() if bare is not None else None
         except OSError:
-            pass  # compile again for the binary
+            cubin = None
+        if bare is None or cubin is None:
+            return None
+        hit = with_loop_mix(bare, cubin)
+        _cache_add_mix(key, hit)
+    if hit is None or want is None:
+        return None if hit is None else (hit, None)
+    try:
+        return hit, (cache_dir() / f"{key}{want}").read_bytes()
+    except OSError:
+        return None  # compile again for the binary
+
+
+def _compile_once(build: Build, want: str | None = None, loop_mix: bool = True,
+                  probe: dict[str, object] | None = None
+                  ) -> tuple[dict[str, KernelResources], bytes | None]:
+    c = compiler_of(build)
+    key = _key(build, c)
+    hit = _cached(key, want, loop_mix)
+    if hit is not None:
+        return hit
     if not os.path.isfile(build.source):
         raise OccupancyError(f"{inert(build.shown)}: no such file")
     scan_includes(build.source, [os.path.dirname(build.source), *build.include_dirs])
     try:
-        found, deps, cubin, ptx = (_nvcc_build if c.kind == "nvcc" else _nvrtc_build)(build, c)
+        found, deps, cubin, ptx = (_nvcc_build(build, c, probe) if c.kind == "nvcc" else
+                                   _nvrtc_build(build, c))
     except CompileTimeout:
         raise
     except CompileError as exc:  # cached like a success: same inputs, same error
@@ -437,11 +510,19 @@ def _compile_once(build: Build, want: str | None = None
         raise
     names = demangle(list(found))
     found = {k: replace(v, demangled=names.get(k, k)) for k, v in found.items()}
-    read = [build.source, *deps]
-    _cache_store(key, found, read, cubin, ptx, shadow_candidates(build, read))
+    if loop_mix:
+        found = with_loop_mix(found, cubin)
+    store_build(build, key, found, [build.source, *deps], cubin, ptx, loop_mix)
+    if probe is not None:
+        probe.update(cubin=cubin, ptx=ptx)
     return found, cubin if want == ".cubin" else ptx.encode() if want == ".ptx" else None
 
 
+def store_build(build: Build, key: str, found: Mapping[str, KernelResources],
+                read: Sequence[str], cubin: bytes, ptx: str, loop_mix: bool) -> None:
+    """A compiled build into the cache, stale once a file it read changes or a file appears
+    where its include search would now find one first."""
+    _cache_store(key, found, read, cubin, ptx, shadow_candidates(build, read), mix=loop_mix)
 
 
 # --- what tile, measure and check ask for ------------------------------------------------------

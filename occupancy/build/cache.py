@@ -1,7 +1,8 @@
 """The build cache on disk: keyed by the compiler, the arch, every flag, the tool's version and
-the content of every file the compiler read (its dependency output), and stale once a file
-appears where the include search would now find it first. Failures are cached like
-successes."""
+the content of every file the compiler read (nvcc: the line markers of its device preprocessing;
+NVRTC: the user's includes, over-approximated), and stale once a file appears where the include
+search would now find it first. Failures are cached like successes. An entry `check` wrote holds
+no SASS loop mix ("mix": false): a build that wants it disassembles the cached cubin."""
 
 from __future__ import annotations
 
@@ -66,15 +67,18 @@ def _key(build: Build, compiler: Compiler) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _cache_load(key: str) -> dict[str, KernelResources] | None:
+def _cache_load(key: str, with_mix: bool = False) -> dict[str, KernelResources] | None:
     """The kernels of a cached build; a cached failure raises its CompileError again (a
-    manifest with one bad entry does not recompile it on every run); None: compile."""
+    manifest with one bad entry does not recompile it on every run); None: compile (or,
+    `with_mix`, an entry written without the SASS loop mix: add it from the cubin)."""
     path = cache_dir() / f"{key}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if not _deps_unchanged(data["deps"]) or any(map(os.path.exists, data.get("absent", []))):
             return None  # a file it read changed, or a header now shadows one it found
         failed = str(data.get("error") or "")
+        if with_mix and not failed and data.get("mix") is False:
+            return None
         out = {}
         for k, v in data["kernels"].items() if not failed else ():
             dims = v.pop("cluster_dims", None)
@@ -121,7 +125,7 @@ def _cache_store_failure(key: str, message: str, deps: Iterable[str],
 
 def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterable[str],
                  cubin: bytes | None = None, ptx: str | None = None,
-                 absent: Sequence[str] = ()) -> None:
+                 absent: Sequence[str] = (), mix: bool = True) -> None:
     rows = _dep_rows(deps)
     try:
         where = cache_dir()
@@ -132,7 +136,18 @@ def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterabl
         if ptx is not None:
             _write_atomic(where, f"{key}.ptx", ptx.encode())
         blob = json.dumps({"kernels": {k: asdict(v) for k, v in kernels.items()}, "deps": rows,
-                           "absent": list(absent)})
+                           "absent": list(absent), "mix": mix})
         _write_atomic(where, f"{key}.json", blob.encode())
     except OSError:
         pass  # a read-only home still works, only without the cache
+
+
+def _cache_add_mix(key: str, kernels: Mapping[str, KernelResources]) -> None:
+    """The entry again, now with the loop mix (same files read, same absent ones)."""
+    try:
+        where = cache_dir()
+        data = json.loads((where / f"{key}.json").read_text(encoding="utf-8"))
+        data.update(kernels={k: asdict(v) for k, v in kernels.items()}, mix=True)
+        _write_atomic(where, f"{key}.json", json.dumps(data).encode())
+    except (OSError, ValueError, TypeError):
+        pass

@@ -7,9 +7,10 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from occupancy.build.batch import compile_builds
 from occupancy.build.binaries import kind_of
 from occupancy.build.builds import _estimate_label, arch_of, compile_build, device_build
-from occupancy.build.compilers import Build, demangle, make_build, parallel_map
+from occupancy.build.compilers import Build, demangle, make_build
 from occupancy.build.images import BinaryImage, _num, jit_ptx, read_binary, resources_for_device
 from occupancy.build.resources import KernelResources, parse_ptxas_log
 from occupancy.core.device import Device
@@ -47,12 +48,13 @@ class CheckResolver:
                     continue  # reported per verdict when resolved
                 if b not in self._builds and b not in todo:
                     todo.append(b)
-        for b, res in zip(todo, parallel_map(compile_build, todo), strict=True):
+        # check reads no SASS loop mix (the time model's): no nvdisasm here
+        for b, res in zip(todo, compile_builds(todo, loop_mix=False), strict=True):
             self._builds[b] = res
 
     def _compiled(self, b: Build) -> dict[str, KernelResources]:
         if b not in self._builds:
-            self._builds[b] = parallel_map(compile_build, [b])[0]
+            self._builds[b] = compile_builds([b], loop_mix=False)[0]
         res = self._builds[b]
         if isinstance(res, BaseException):
             raise res
