@@ -233,7 +233,7 @@ def check_output(path: str, inputs: Iterable[str | os.PathLike[str]] = ()) -> Pa
         if st is not None and _same_file(target, Path(inp)):
             raise OccupancyError(f"-o {shown}: that is an input of this run "
                                  f"({inert(os.fspath(inp))}); write the output elsewhere")
-    parent = target.parent if str(target.parent) else Path(".")
+    parent = target.parent  # Path("x").parent is Path("."), never empty
     if not parent.is_dir():
         raise OccupancyError(f"-o {shown}: the directory {inert(str(parent))} does not exist")
     return target
@@ -244,9 +244,8 @@ def write_atomically(path: str, text: str, inputs: Iterable[str | os.PathLike[st
     import tempfile
 
     target = check_output(path, inputs)
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".occupancy-", suffix=".tmp")
+    try:  # in the target's folder: the rename is then atomic (one filesystem)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".occupancy-", suffix=".tmp")
     except OSError as exc:
         raise OccupancyError(f"-o {inert(path)}: cannot write there: {exc.strerror}") from None
     try:
