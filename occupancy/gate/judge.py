@@ -70,8 +70,8 @@ def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
         fix = ""
         reg_cliff, smem_cliff = cliffs(dev, r)
         if "registers" in r.limiters and reg_cliff.gain_at is not None:
-            fix = (f": use <= {reg_cliff.gain_at} registers for {reg_cliff.gain_blocks} "
-                   f"block{'s' if reg_cliff.gain_blocks != 1 else ''}")
+            # a cliff's gain is at least 2 blocks: one more than a launchable kernel's 1
+            fix = f": use <= {reg_cliff.gain_at} registers for {reg_cliff.gain_blocks} blocks"
         elif "shared_memory" in r.limiters and smem_cliff.gain_at is not None:
             fix = (f": use <= {smem_cliff.gain_at:,} B of shared memory per block for "
                    f"{smem_cliff.gain_blocks} blocks")
