@@ -128,11 +128,14 @@ def load_triton(manifest: str | os.PathLike[str], kernel: str) -> TritonSpec:
     for i, e in enumerate(data["kernels"]):
         if isinstance(e, dict) and e.get("name") == kernel and entry_kind(e) == TRITON:
             top = data.get("devices")
-            defaults = device_names(top, doc.line("devices")) if top is not None else ()
             floor = data.get("min_occupancy", 0.0)
+            try:  # a bad top-level key is named with the file and line, as an entry's is
+                defaults = device_names(top, doc.line("devices")) if top is not None else ()
+                kfloor = fraction(floor, "min_occupancy", doc.line("min_occupancy"))
+            except EntryError as exc:
+                raise ManifestError(str(exc), str(p), exc.line) from None
             try:
-                return read_entry(doc, p, i, defaults, fraction(floor, "min_occupancy",
-                                                                doc.line("min_occupancy")))
+                return read_entry(doc, p, i, defaults, kfloor)
             except EntryError as exc:
                 raise ManifestError(f"kernel '{inert(kernel)}': {exc}", str(p), exc.line) from None
     names = sorted(str(e.get("name")) for e in data["kernels"]
@@ -243,6 +246,8 @@ class _Entry:
                              "or 'space:' (lists of values), one of them", self.start)
         if given[0] == "space":
             return (*self.space(known), None)
+        if "restrict" in self.e:  # never silently ignored beside a list or a file
+            raise self.fail("restrict", "restricts a 'space:'; this entry has none")
         raw = self.e["configs"]
         if isinstance(raw, str):
             return self.config_file(raw)
@@ -321,8 +326,6 @@ class _Entry:
 
     def restrict(self, known: set[str]) -> list[Expr]:
         raw = self.e.get("restrict", [])
-        if "restrict" in self.e and "space" not in self.e:
-            raise self.fail("restrict", "restricts a 'space:'; this entry has none")
         if not isinstance(raw, list) or len(raw) > 64:
             raise self.fail("restrict", "must be a list of conditions, e.g. "
                             "['BLOCK_SIZE_M * BLOCK_SIZE_N <= 128 * 128']")

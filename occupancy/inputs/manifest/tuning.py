@@ -163,8 +163,11 @@ class _TuneEntry:
             if (not isinstance(values, list) or not values or len(values) > MAX_VALUES
                     or not all(isinstance(v, (int, float, str)) for v in values)):
                 raise self.fail("space", f"{name} must be a list of 1-{MAX_VALUES} numbers or words")
-            for v in values:
-                define_value(v, f"space.{name}")  # shell-safe, as any define
+            try:
+                for v in values:
+                    define_value(v, f"space.{name}")  # shell-safe, as any define
+            except OccupancyError as exc:  # with the file and line, as every other key
+                raise self.fail_at(self.line("space"), str(exc)) from None
             space[name] = tuple(values)
         return space
 
