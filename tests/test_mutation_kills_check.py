@@ -414,3 +414,94 @@ def test_evaluate_exit_code_and_tally(tmp_path: Path) -> None:
     assert [(v.kernel, v.status, v.problems) for v in vs2[:3]] == [
         ("ok", "pass", ()), ("ok", "error", vs[1].problems), ("low", "error", ("no compiler",))]
     assert vs2[0].registers_per_thread == 16 and vs[0].registers_per_thread == 32
+
+
+def test_errors_do_not_stop_the_entries_and_devices_after_them(tmp_path: Path) -> None:
+    m = load(tmp_path, "devices: [nosuchgpu, v100]\nkernels:\n"
+                       "  - {name: broken, block: 0, registers: 1}\n"
+                       "  - {name: ok, block: 256, registers: 32}\n")
+    assert [(v.kernel, v.device, v.status) for v in evaluate(m)] == [
+        ("broken", "nosuchgpu", "error"), ("broken", "v100", "error"),
+        ("ok", "nosuchgpu", "error"), ("ok", "v100", "pass")]
+
+    def resolve(spec: KernelSpec, dev: Any) -> KernelResources:
+        raise OccupancyError("no compiler")
+
+    assert [(v.device, v.problems) for v in evaluate(m, resolve)][2:] == [
+        ("nosuchgpu", m.device_errors["nosuchgpu"][:1]), ("v100", ("no compiler",))]
+
+
+def test_triton_verdicts_join_in_line_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import occupancy.gate.triton_check as triton_check
+
+    (tmp_path / "m.py").write_text("")
+    m = load(tmp_path, "devices: [v100]\nkernels:\n"
+                       "  - {name: a, block: 256, registers: 32}\n"
+                       "  - {name: t, triton: 'm.py:f', signature: {M: i32}, problem: {M: 1}, "
+                       "configs: [{B: 1}, {B: 2}]}\n"
+                       "  - {name: c, block: 256, registers: 32}\n")
+    seen = []
+
+    def fake(manifest: Any) -> list[Any]:
+        seen.append(manifest)
+        return [error_verdict(_spec(name="t1", line=4), "v100", "x"),
+                error_verdict(_spec(name="t2", line=4), "v100", "y")]
+
+    monkeypatch.setattr(triton_check, "triton_verdicts", fake)
+    assert [v.kernel for v in evaluate(m)] == ["a", "t1", "t2", "c"]
+    assert seen == [m]
+
+
+H100 = load_device("h100")
+
+
+def test_every_manifest_field_reaches_the_solver() -> None:
+    from occupancy.core.solver import solve
+
+    spec = _spec(block=(128,), dynamic_shared_memory=64 * 1024, carveout=50, opt_in_shared_memory=True,
+                 virtual_resources=0, cluster=(2, 1, 1), grid=(264,), max_threads_per_block=256)
+    res = _res(40, static=1024, barriers=3, max_threads_per_block=512, cluster_dims=(4, 1, 1))
+    want = solve(H100, 128, 40, 1024, 64 * 1024, 50, 256, 3, opt_in=True, virtual_resources=0,
+                 cluster=(2, 1, 1), grid=(264,))
+    assert verdict(spec, H100, res).result == want
+    plain = verdict(_spec(block=(128,)), H100, _res(40, barriers=0, cluster_dims=(4, 1, 1))).result
+    assert plain == solve(H100, 128, 40, 0, 0, None, None, 1, opt_in=False, cluster=(4, 1, 1))
+    no_opt_in = verdict(_spec(block=(128,), dynamic_shared_memory=64 * 1024), H100, _res(40))
+    assert no_opt_in.status == "fail" and no_opt_in.result is not None
+    assert not no_opt_in.result.launchable
+
+
+def test_warps_advice_and_a_one_byte_frame() -> None:
+    v = verdict(_spec(block=(640,), min_occupancy=0.95), V100, _res(16))
+    assert v.problems == ("occupancy 93.8% is below the floor of 95% (limited by warps: change the "
+                          "block size)",)
+    one = verdict(_spec(no_spills=True), V100, _res(stack_frame_bytes=1, spills_unknown=True, source="c"))
+    assert one.problems[0].startswith("a 1 B stack frame per thread (c)")
+
+
+def test_top_level_defaults_name_their_lines(tmp_path: Path) -> None:
+    (tmp_path / "inc").mkdir()
+    head = "devices: [v100]\nmin_occupancy: 0\n"
+    body = "kernels:\n  - {name: k, block: 1, registers: 1}\n"
+    for key, message in [
+        ("include_dirs: [nodir]", f"include_dirs: no such folder {tmp_path / 'nodir'}"),
+        ("include_dirs: [\"a\\0b\"]", "include_dirs: a path contains a NUL byte"),
+        ("include_dirs: 3", "include_dirs must be a list of folders (relative to the manifest)"),
+        ("defines: {9A: 1}", "defines: define name 9A is not a C identifier (letters, digits and _, "
+                             "not starting with a digit)"),
+        ("defines: {A: '$x'}", "defines.A: $x holds a character that is not allowed in a define"),
+        ("defines: 3", "defines must be a mapping, e.g. {TILE: 32, USE_FAST: true}"),
+        ("compilers: {sm_61: nope}", f"compilers.sm_61: no such file {tmp_path / 'nope'}"),
+        ("compilers: 3", "compilers maps an arch to an nvcc"),
+        ("flags: [-O3, '-x;y']", "flags: "),
+    ]:
+        with pytest.raises(ManifestError) as info:
+            load(tmp_path, f"{head}{key}\n{body}")
+        assert str(info.value).startswith(f"{tmp_path / 'm.yaml'}: line 3: {message}"), str(info.value)
+    inc = str(tmp_path / "inc")
+    dirs, flags = ", ".join([inc] * 256), ", ".join(["-O3"] * 256)
+    m = load(tmp_path, f"{head}include_dirs: [{dirs}]\nflags: [{flags}]\n{body}")
+    assert m.kernels[0].include_dirs == (inc,) * 256 and m.kernels[0].flags == ("-O3",) * 256
+    for key in (f"include_dirs: [{', '.join([inc] * 257)}]", f"flags: [{', '.join(['-O3'] * 257)}]"):
+        with pytest.raises(ManifestError, match="line 3: (include_dirs|flags) must be a list"):
+            load(tmp_path, f"{head}{key}\n{body}")

@@ -221,8 +221,9 @@ def test_a_tuning_entry_read_back(tmp_path: Path) -> None:
     ({"kernel": "x"}, "no kernel 'x' (tuning entries: t); --kernel names one"),
 ])
 def test_tuning_refusals(tmp_path: Path, change: dict[str, Any], message: str) -> None:
-    kw = {k: change.pop(k) for k in ("overrides", "kernel") if k in change}
-    assert tune_error(tmp_path, **kw, **change).startswith(message)
+    kw = {k: v for k, v in change.items() if k in ("overrides", "kernel")}
+    rest = {k: v for k, v in change.items() if k not in kw}
+    assert tune_error(tmp_path, **kw, **rest).startswith(message)
 
 
 def test_tuning_file_level(tmp_path: Path) -> None:

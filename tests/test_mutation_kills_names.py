@@ -81,11 +81,6 @@ def test_expand_macros(wanted: str, macros: dict[str, str], want: str) -> None:
     assert expand_macros(wanted, macros) == want
 
 
-def test_expand_macros_stops_growing() -> None:
-    got = expand_macros("k<A>", {"A": "A + A"})
-    assert len(got) < 4000 and got.startswith("k<(") and got.endswith(")>")
-
-
 KERNELS = {
     "_Z1": "void ns::k<64>(float*)",
     "_Z2": "void other::k<64>(float*)",
@@ -173,3 +168,44 @@ def test_completions_need_more_arguments_and_the_same_head() -> None:
     with pytest.raises(OccupancyError, match="no kernel"):
         match_kernel("x::j<1>", d, "w")  # another namespace
     assert match_kernel("j<1>", d, "w") == "_Zb"
+
+
+def test_tier_four_unqualified_without_arguments() -> None:
+    # ns::solo<1, float> named as `solo`: no tier before the fourth decides it
+    assert match_kernel("solo", KERNELS, "w") == "_Z3"
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("ns::k<a::b>", "k<a::b>"), ("a<b>::c", "c"), ("k<1>", "k<1>"), ("k", "k"), ("x::y::k", "k"),
+    ("n::k<a<b>::c>", "k<a<b>::c>"),
+])
+def test_base(text: str, want: str) -> None:
+    from occupancy.build.names import _base
+
+    assert _base(text) == want
+
+
+def test_strip_and_template_args() -> None:
+    from occupancy.build.names import _fold, _strip_args, _template_args
+
+    assert _strip_args("kern") == "kern" and _strip_args("k<a<b>>") == "k"
+    assert _template_args("k<a<1>, 2>") == ("k", ["a<1>", "2"])
+    assert _template_args("k") is None and _template_args("k>1<") is None
+    assert _fold("((") == "(("
+    assert _fold("min(2, 3)") == "min(2, 3)"  # only integer arithmetic is folded
+    assert _fold(" (4 / 2) ") == "2" and _fold("((x))") == "x"
+
+
+def test_more_exact_helpers() -> None:
+    assert qualified_name("XT k<1>(int)") == "k<1>"
+    assert qualified_name("A<B<C> D> k(int)") == "k"
+    assert split_top("X, Y") == ["X", "Y"]
+    assert split_top("a<b<c>, d>, e") == ["a<b<c>, d>", "e"]
+    assert expand_macros("k<a<W>>", {"W": "1"}) == "k<a<(1)>>"
+
+
+def test_expansion_stops_over_2000_characters() -> None:
+    assert expand_macros("k<A>", {"A": "1" * 1998}) == "k<" + "1" * 1998 + ">"  # 2,000: kept
+    assert expand_macros("k<A>", {"A": "1" * 1999}) == "k<A>"  # 2,001: stopped before it
+    grown = expand_macros("k<A>", {"A": "A + A"})  # a macro naming itself: 8 rounds at most
+    assert len(grown) == 1532 and grown.count("A") == 256
