@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from occupancy.core.errors import OccupancyError
+from occupancy.core.limits import INT32_MAX
 
 if TYPE_CHECKING:
     from occupancy.tune.records import MeasureRecord, TuningRecord
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
-INT32_MAX = 2**31 - 1  # CUDA's sizes and counts are 32-bit ints: larger inputs are refused
 F = TypeVar("F", bound=Callable[..., Any])
 
 

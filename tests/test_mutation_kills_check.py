@@ -488,7 +488,7 @@ def test_top_level_defaults_name_their_lines(tmp_path: Path) -> None:
         ("include_dirs: [\"a\\0b\"]", "include_dirs: a path contains a NUL byte"),
         ("include_dirs: 3", "include_dirs must be a list of folders (relative to the manifest)"),
         ("defines: {9A: 1}", "defines: define name 9A is not a C identifier (letters, digits and _, "
-                             "not starting with a digit)"),
+                             "not starting with a digit, at most 64)"),
         ("defines: {A: '$x'}", "defines.A: $x holds a character that is not allowed in a define"),
         ("defines: 3", "defines must be a mapping, e.g. {TILE: 32, USE_FAST: true}"),
         ("compilers: {sm_61: nope}", f"compilers.sm_61: no such file {tmp_path / 'nope'}"),

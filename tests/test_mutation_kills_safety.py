@@ -22,6 +22,7 @@ from occupancy.inputs.safety import (
     define_value,
     excerpt,
     inert,
+    is_name,
     md,
     one_line,
     safe_path,
@@ -46,10 +47,23 @@ def test_constants() -> None:
 
 def test_define_name() -> None:
     assert check_define_name("_a9", "d") == "_a9"
-    msg = "d: define name {} is not a C identifier (letters, digits and _, not starting with a digit)"
+    msg = ("d: define name {} is not a C identifier (letters, digits and _, not starting with a digit, "
+           "at most 64)")
     assert refused(check_define_name, "9a", "d") == msg.format("9a")
     assert refused(check_define_name, 7, "d") == msg.format("7")
     assert refused(check_define_name, "a\nb", "d") == msg.format("'a\\nb'")
+    assert check_define_name("A" * 64, "d") == "A" * 64
+    assert refused(check_define_name, "A" * 65, "d") == msg.format("A" * 65)
+    assert refused(check_define_name, "A" * 100, "d") == msg.format("A" * 80)
+
+
+@pytest.mark.parametrize(("text", "ok"), [
+    ("a", True), ("_", True), ("A_9", True), ("a" * 64, True), ("a" * 65, False), ("9a", False),
+    ("", False), ("a-b", False), ("é", False), ("aé", False), ("a١", False), (3, False), (None, False),
+    ("a ", False), ("a\n", False),
+])
+def test_one_name_rule(text: object, ok: bool) -> None:
+    assert is_name(text) is ok
 
 
 @pytest.mark.parametrize(("value", "want"), [

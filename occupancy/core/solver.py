@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
-
-INT32_MAX = 2**31 - 1  # CUDA's launch sizes are 32-bit ints
+from occupancy.core.limits import INT32_MAX
 
 if TYPE_CHECKING:
     from occupancy.core.clusters import ClusterResult
@@ -63,6 +62,11 @@ class OccupancyResult:
     @property
     def launchable(self) -> bool:
         return not self.cannot_launch
+
+    @property
+    def ordered_limiters(self) -> tuple[str, ...]:
+        """The limiters in LIMIT_NAMES' order: every output lists them so, from here."""
+        return tuple(n for n in LIMIT_NAMES if n in self.limiters)
 
 
 # --- one function per limiter ------------------------------------------------------------

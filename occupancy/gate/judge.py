@@ -10,7 +10,7 @@ from typing import Any
 
 from occupancy.build.resources import KernelResources
 from occupancy.core.device import Device
-from occupancy.core.solver import LIMIT_NAMES, OccupancyResult, cliffs, solve
+from occupancy.core.solver import OccupancyResult, cliffs, solve
 from occupancy.core.words import limiters, pct
 from occupancy.inputs.manifest import KernelSpec
 from occupancy.inputs.safety import inert
@@ -41,7 +41,7 @@ class Verdict:
 
     @property
     def limiters(self) -> tuple[str, ...]:
-        return tuple(n for n in LIMIT_NAMES if self.result and n in self.result.limiters)
+        return self.result.ordered_limiters if self.result else ()
 
     @property
     def registers_per_thread(self) -> int | None:

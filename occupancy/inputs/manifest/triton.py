@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from occupancy.core.errors import OccupancyError
+from occupancy.core.limits import INT32_MAX
 from occupancy.inputs.expr import Expr, ExprError, check_names, parse
 from occupancy.inputs.files import YamlDoc, read_yaml
 from occupancy.inputs.manifest.keys import (
@@ -30,7 +31,7 @@ from occupancy.inputs.manifest.keys import (
     keys_of,
     unknown_key,
 )
-from occupancy.inputs.safety import INT32_MAX, inert
+from occupancy.inputs.safety import inert, is_name
 from occupancy.inputs.triton_configs import WARPS, ConfigFileError, read_config_file
 
 TRITON_KEYS = keys_of(TRITON)
@@ -181,7 +182,7 @@ class _Entry:
         if not isinstance(v, str) or "\x00" in v or len(v) > 4096:
             raise self.fail("triton", "must be 'path/to/module.py:function'")
         where, sep, fn = v.rpartition(":")
-        if not sep or not where.endswith(".py") or not fn.isidentifier() or not fn.isascii():
+        if not sep or not where.endswith(".py") or not is_name(fn):
             raise self.fail("triton", f"{inert(v[:80])!r} is not 'path/to/module.py:function' "
                             "(a .py file, relative to the manifest, and a Python identifier)")
         q = Path(where) if os.path.isabs(where) else self.path.parent / where
@@ -196,7 +197,7 @@ class _Entry:
                             "{a_ptr: '*fp16', M: i32, scale: fp32}")
         out: dict[str, str] = {}
         for name, kind in raw.items():
-            if not isinstance(name, str) or not name.isidentifier():
+            if not is_name(name):
                 raise self.fail("signature", f"{inert(str(name))!r} is not an argument name",
                                 str(name))
             elem = kind[1:].removeprefix("k") if isinstance(kind, str) and kind[:1] == "*" \
@@ -215,10 +216,10 @@ class _Entry:
             raise self.fail("constexprs", "must map names to values, e.g. {top_k: 2, "
                             "MUL_ROUTED_WEIGHT: false, compute_type: fp16}")
         for k, v in raw.items():
-            if not isinstance(k, str) or not k.isidentifier():
+            if not is_name(k):
                 raise self.fail("constexprs", f"{inert(str(k))!r} is not a name", str(k))
             ok = (isinstance(v, (bool, int, float)) or v is None
-                  or (isinstance(v, str) and v.isidentifier() and len(v) <= 64))
+                  or is_name(v))
             if not ok:
                 raise self.fail("constexprs", f"{k}: a constexpr is a number, true/false, or a "
                                 f"word (a dtype name such as fp16), got {inert(repr(v)[:40])}", k)
@@ -229,7 +230,7 @@ class _Entry:
             raise EntryError(f"{where} is a mapping of parameters to integers, e.g. "
                              "{BLOCK_SIZE_M: 64, num_warps: 4, num_stages: 3}", line)
         for k, v in c.items():
-            if not isinstance(k, str) or not k.isidentifier():
+            if not is_name(k):
                 raise EntryError(f"{where}: {inert(str(k))!r} is not a parameter name", line)
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1 << 20:
                 raise EntryError(f"{where}: {k} must be an integer 0..1048576, got "
@@ -282,7 +283,7 @@ class _Entry:
         names, lists = [], []
         total = 1
         for k, v in raw.items():
-            if not isinstance(k, str) or not k.isidentifier():
+            if not is_name(k):
                 raise self.fail("space", f"{inert(str(k))!r} is not a parameter name", str(k))
             if (not isinstance(v, list) or not v or len(v) > 1000
                     or any(isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= 1 << 20
@@ -338,7 +339,7 @@ class _Entry:
                             "N: 14336, K: 4096}")
         out: dict[str, tuple[int, ...]] = {}
         for k, v in raw.items():
-            if not isinstance(k, str) or not k.isidentifier():
+            if not is_name(k):
                 raise self.fail("problem", f"{inert(str(k))!r} is not a name", str(k))
             vals = v if isinstance(v, list) else [v]
             if (not vals or len(vals) > MAX_SIZES
