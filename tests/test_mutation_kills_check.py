@@ -505,3 +505,93 @@ def test_top_level_defaults_name_their_lines(tmp_path: Path) -> None:
     for key in (f"include_dirs: [{', '.join([inc] * 257)}]", f"flags: [{', '.join(['-O3'] * 257)}]"):
         with pytest.raises(ManifestError, match="line 3: (include_dirs|flags) must be a list"):
             load(tmp_path, f"{head}{key}\n{body}")
+
+
+def _block_entry(tmp_path: Path, entry: dict[str, Any]) -> tuple[Path, KernelSpec]:
+    import yaml
+
+    p = tmp_path / "m.yaml"
+    p.write_text(yaml.safe_dump({"devices": ["v100"], "kernels": [entry]}, sort_keys=False))
+    return p, load_manifest(p).kernels[0]
+
+
+def _line(p: Path, key: str) -> int:
+    lines = p.read_text().splitlines()
+    return next(i for i, t in enumerate(lines) if t.startswith((f"- {key}:", f"  {key}:"))) + 1
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"blok": 1}, "blok"), ({"name": None}, "block"), ({"block": None}, "name"),
+    ({"block": 0}, "block"), ({"registers": None}, "name"), ({"ptxas_log": "a", "cubin": "b"}, "source"),
+    ({"devices": []}, "devices"), ({"min_occupancy": 2}, "min_occupancy"), ({"defines": [1]}, "defines"),
+    ({"include_dirs": ["nodir"]}, "include_dirs"), ({"flags": "-O3"}, "flags"),
+    ({"function": "k;"}, "function"), ({"carveout": 101}, "carveout"), ({"link": ["x.cu"]}, "link"),
+    ({"cluster": 65}, "cluster"), ({"cluster": [0]}, "cluster"), ({"registers": -1}, "registers"),
+    ({"static_shared_memory": "8Q"}, "static_shared_memory"),
+    ({"static_shared_memory": -1}, "static_shared_memory"),
+    ({"opt_in_shared_memory": 1}, "opt_in_shared_memory"),
+    ({"source": 3}, "source"), ({"source": "no.cu"}, "source"), ({"link": [""]}, "link"),
+    ({"grid": 0}, "grid"),
+])
+def test_each_refusal_points_at_its_key(tmp_path: Path, change: dict[str, Any], key: str) -> None:
+    entry = {k: v for k, v in {"name": "k", "block": 1, "registers": 1, **change}.items() if v is not None}
+    if "source" in change or ("ptxas_log" in change):
+        entry.pop("registers", None)
+    if key == "source" and "cubin" in change:
+        entry["source"] = "a.cu"
+        entry.pop("ptxas_log")
+    if "link" in change and change["link"] == ["x.cu"]:
+        (tmp_path / "x.cu").write_text("")
+    p, spec = _block_entry(tmp_path, entry)
+    assert spec.error is not None
+    want = _line(p, key) if key in entry else _line(p, "name")
+    assert spec.line == want, (spec.error, spec.line, want)
+
+
+def test_missing_name_points_at_the_entry(tmp_path: Path) -> None:
+    p, spec = _block_entry(tmp_path, {"block": 1, "registers": 1})
+    assert spec.line == _line(p, "block") and spec.name == "entry 1"
+    _, three = _block_entry(tmp_path, {"name": 3, "block": 1, "registers": 1})
+    assert three.name == "entry 1" and three.error == "needs a 'name:' (a non-empty string)"
+
+
+def test_paths_and_devices(tmp_path: Path) -> None:
+    (tmp_path / "b.log").write_text("")
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "l.cu").write_text("")
+    v100 = (Path(__file__).parent.parent / "profiles" / "v100.yaml").read_text()
+    (tmp_path / "mine.yaml").write_text(v100)
+    (tmp_path / "mine.yml").write_text(v100)
+    m = load(tmp_path, "devices:\n  - v100\n  - v100\n  - nosuchgpu\n  - mine.yaml\n  - mine.yml\n"
+                       "  - a100\nkernels:\n"
+                       "  - {name: a, block: 1, ptxas_log: b.log}\n"
+                       f"  - {{name: b, block: 1, source: k.cu, link: [{tmp_path / 'l.cu'}], "
+                       "grid: [2147483647]}\n")
+    assert m.path == str(tmp_path / "m.yaml")
+    assert set(m.devices) == {"v100", "mine.yaml", "mine.yml", "a100"}
+    assert {k: v[1] for k, v in m.device_errors.items()} == {"nosuchgpu": 4}
+    assert m.kernels[0].ptxas_log == str(tmp_path / "b.log") and m.kernels[0].min_occupancy == 0.0
+    assert m.kernels[1].link == (str(tmp_path / "l.cu"),) and m.kernels[1].grid == (2147483647,)
+    assert bad(tmp_path, 'name: k, block: 1, source: "a\\0b"') == "kernel 'k': source must be a file path"
+    assert bad(tmp_path, 'name: k, block: 1, source: k.cu, link: ["a\\0b"]') == \
+        "kernel 'k': link must be a list of file paths"
+    assert load(tmp_path, "kernels:\n  - {name: c, block: 0, registers: 1}\n").device_errors == {}
+
+
+def test_manifest_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError) as info:
+        load_manifest(tmp_path / "no.yaml")
+    assert str(info.value) == (f"{tmp_path / 'no.yaml'}: no such file: give the path of a launch "
+                               "manifest (see README, 'occupancy check')")
+
+
+def test_triton_entries_of_a_check_manifest(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("")
+    t = "triton: 'm.py:f', signature: {M: i32}, problem: {M: 1}, configs: [{B: 1}]"
+    m = load(tmp_path, f"min_occupancy: 0.5\nkernels:\n  - {{name: t, {t}, devices: [v100, nosuchgpu]}}\n"
+                       f"  - {{name: u, {t}}}\n")
+    assert m.triton[0].min_occupancy == 0.5 and m.triton[0].devices == ("v100", "nosuchgpu")
+    assert m.device_errors["nosuchgpu"][1] == 3
+    assert m.kernels[0].line == 4 and m.kernels[0].error is not None
+    assert m.kernels[0].error.endswith("no devices: add 'devices:' at the top of the manifest or to "
+                                       "this kernel")
