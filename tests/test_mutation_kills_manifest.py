@@ -529,3 +529,58 @@ def test_lines(tmp_path: Path) -> None:
     at(trit, "restrict", plus=1, configs=None, space={"B": [1]}, restrict=["Q"])  # its item
     at(trit, "min_occupancy", min_occupancy=2)
     at(trit, "devices", devices=[])
+
+
+def test_more_tuning_edges(tmp_path: Path) -> None:
+    assert tune_error(tmp_path, source="no.cu") == f"kernel 't': source: no such file {tmp_path / 'no.cu'}"
+    assert tune_error(tmp_path, source="a\x00b") == "kernel 't': source: must be a file path"
+    # a define names the space or problem when all its names are known, a subset or the whole
+    s = tune(tmp_path, defines={"A": "TILE + N", "B": "TILE + Q", "C": "+"})
+    assert isinstance(s.defines["A"], Expr) and s.defines["B"] == "TILE + Q" and s.defines["C"] == "+"
+    # an expression key other than `reference` never takes arrays
+    assert tune_error(tmp_path, grid="A @ B").startswith(
+        "kernel 't': grid[0]: @ and .T are allowed in 'reference' only")
+    # the reference kernel's outputs are its output arrays only, not its inputs
+    ref = {"name": "r", "source": "k.cu", "block": 1, "grid": "N", "problem": {"N": 5},
+           "args": [{"array": "C", "shape": ["N"]}, {"array": "D", "shape": ["N"], "output": True}]}
+    msg = tune_error(tmp_path, others=[ref], args=[{"array": "C", "shape": ["N"], "output": True}],
+                     reference="r")
+    assert msg.endswith("writes none of this kernel's outputs (C): name its output arrays the same")
+    # a reference entry needs no space of its own; its problem takes the caller's sizes unchecked
+    r = tune(tmp_path, others=[{**ref, "space": {"X": [1, 2]}}], reference="r", overrides={"N": 9},
+             args=[{"array": "D", "shape": ["N"], "output": True}])
+    assert r.reference_kernel is not None and r.reference_kernel.space == {"X": (1, 2)}
+
+
+def test_more_triton_edges(tmp_path: Path) -> None:
+    assert trit(tmp_path, configs=[{"B": 0}]).configs == ({"B": 0},)
+    assert trit(tmp_path, problem={"M": [0, 2147483647]}).problem == {"M": (0, 2147483647)}
+    assert trit(tmp_path, problem={"M": list(range(64))}).sweep == "M"
+    assert trit(tmp_path, grid="ceil(M / BLOCK)").grid_size({"BLOCK": 32}, {"M": 64}) == 2
+    assert len(trit(tmp_path, grid=[1, 2, 3]).grid) == 3
+    long_ok = "m.py:" + "f" * 64
+    (tmp_path / "x").mkdir()
+    assert trit_error(tmp_path, triton="a\x00b.py:f") == \
+        "kernel 'tk': triton: must be 'path/to/module.py:function'"
+    assert trit_error(tmp_path, triton="m.py:" + "f" * 4092).startswith("kernel 'tk': triton: must be")
+    assert trit_error(tmp_path, triton=long_ok.replace("m.py", "x:y.py")).startswith(
+        "kernel 'tk': triton: no such file ")
+    assert trit(tmp_path, triton=long_ok).function == "f" * 64
+    assert trit_error(tmp_path, configs="a\x00b") == "kernel 'tk': configs: must be a file path"
+    # restrict reads the numeric constexprs and the scalar problem sizes
+    s = trit(tmp_path, configs=None, space={"B": [1, 2, 3]}, constexprs={"top": 2, "flag": True},
+             restrict=["B * top <= 4"])
+    assert s.configs == ({"B": 1}, {"B": 2})
+    assert trit_error(tmp_path, configs=None, space={"B": [1]}, constexprs={"flag": True},
+                      restrict=["flag"]).startswith("kernel 'tk': restrict[0]: unknown name 'flag'")
+    # the swept size is not a name restrict may read; the others are
+    assert trit_error(tmp_path, configs=None, space={"B": [1]}, problem={"M": [1, 2], "K": 4},
+                      restrict=["M > 0"]).startswith("kernel 'tk': restrict[0]: unknown name 'M'")
+    assert trit(tmp_path, configs=None, space={"B": [1, 9]}, problem={"M": [1, 2], "K": 4},
+                restrict=["B < K"]).configs == ({"B": 1},)
+    # '*kfp16' (a pointer to a constant) is a pointer type as well
+    assert trit(tmp_path, signature={"a": "*kfp16", "M": "i32", "s": "fp32"}).signature["a"] == "*kfp16"
+    assert trit_error(tmp_path, signature={"a": "*fp16k", "M": "i32", "s": "fp32"}).startswith(
+        "kernel 'tk': signature: a: '*fp16k' is not a Triton type")
+    bf = trit(tmp_path, signature={"E": "bf16", "M": "i32"}, values={"E": "M / 2"})
+    assert type(bf.call_values({}, {"M": 64})["E"]) is float

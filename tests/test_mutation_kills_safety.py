@@ -334,3 +334,11 @@ def test_write_failures_leave_no_temp_file(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(tempfile, "mkstemp", no_temp)
     assert refused(write_atomically, target, "x") == f"-o {target}: cannot write there: Permission denied"
+
+
+def test_write_atomically_never_writes_over_an_input(tmp_path: Path) -> None:
+    inp = tmp_path / "in.yaml"
+    inp.write_text("keep")
+    assert refused(write_atomically, str(inp), "x", [inp]).endswith(
+        "that is an input of this run (" + str(inp) + "); write the output elsewhere")
+    assert inp.read_text() == "keep"
