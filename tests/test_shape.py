@@ -20,8 +20,7 @@ PACKAGE = ROOT / "occupancy"
 LONG_MODULES = {"tune/ptxsim.py"}  # the PTX emulator (issue 19: the time model's own module)
 LONG_FUNCTIONS = {
     "tune/shipped.py:_matmul", "tune/shipped.py:_transpose",  # the hand counts: tables of counts
-    "core/solver.py:solve", "core/device.py:from_cuda_properties",
-    "inputs/profiles.py:device_from_mapping", "tune/model.py:predict_work",
+    "tune/model.py:predict_work",
     "tune/ptxsim.py:_run_warp",
 }
 

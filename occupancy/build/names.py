@@ -11,7 +11,7 @@ from occupancy.inputs.safety import inert
 
 _INT_SUFFIX = re.compile(r"\b(\d+)(?:[uU][lL]{0,2}|[lL]{1,2}[uU]?)\b")
 # cu++filt writes non-type template arguments with a cast: k<(int)128, (bool)1>.
-_CAST = re.compile(r"\((?:(?:un)?signed\s*)?(?:int|long|long long|short|char|bool|unsigned|"
+_CAST = re.compile(r"\((?:(?:un)?signed\s*)?(?:int|long|long\s*long|short|char|bool|unsigned|"
                    r"size_t|std::size_t)\)(?=[-\w])")
 
 
@@ -92,8 +92,9 @@ def _strip_args(name: str) -> str:
 
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 _ARITH = re.compile(r"[\d\s+\-*/%()<>]+")
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n/]+?)[ \t]*(?://.*)?$",
-                     re.MULTILINE)
+# the value ends at a // or /* */ comment (`#define TILE 32 /* per block */` is 32)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n/]+?)[ \t]*"
+                     r"(?://.*|/\*.*?\*/[ \t]*)?$", re.MULTILINE)
 
 
 def source_macros(texts: list[str]) -> dict[str, str]:

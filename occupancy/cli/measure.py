@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -69,8 +69,6 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
     from rich.console import Console
     from rich.progress import Progress
 
-    from occupancy.inputs.manifest.triton import find_kind
-
     inputs: list[str] = []
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("measuring", total=1)
@@ -86,28 +84,13 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
             kernels = ["matmul", "transpose"] if target == "all" else [target]
             labels = [t.strip() for t in tiles.split(",")] if tiles else None
             shipped = run_measure(kernels, size or 4096, size or 8192, labels, reps, progress)
-        elif kernel is not None and find_kind(target, kernel) == "triton":
-            from occupancy.gpu.triton_measure import measure_triton
-
-            tuned = measure_triton(target, kernel, problem_sets(sets), top, reps, progress, budget)
-            inputs.append(target)
         else:
             if kernel is None:
                 raise InputError(f"{target}: give --kernel NAME (a tuning entry), or matmul / "
                                  "transpose / all for the shipped families")
-            from occupancy.core.device import from_cuda_properties
-            from occupancy.gpu.measure import device_properties, measure_tuning
-            from occupancy.inputs.manifest.tuning import load_tuning
-            from occupancy.tune.spaces import points, rank
-
-            spec = load_tuning(target, kernel, problem_sets(sets))
+            tuned = _measure_entry(target, kernel, problem_sets(sets), top, budget,
+                                   max_compiles, reps, progress)
             inputs.append(target)
-            dev = from_cuda_properties(device_properties(0))
-            from occupancy.tune.bounds import WorkLimits
-
-            pts, removed = points(spec, limits=WorkLimits(compiles=max_compiles))
-            tuned = measure_tuning(spec, rank(spec, dev, pts, removed), top, reps, progress,
-                                   budget)
     record = tuned if tuned is not None else shipped
     from occupancy.output.answers import Measured
 
@@ -129,3 +112,26 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
     if bad:
         click.echo(f"problem: {', '.join(bad)} failed verification or occupancy", err=True)
         sys.exit(EXIT_PROBLEM)
+
+
+def _measure_entry(target: str, kernel: str, sets: dict[str, int], top: int | None,
+                   budget: int | None, max_compiles: int, reps: int, progress: Any
+                   ) -> TuningRecord:
+    """A manifest's entry on the GPU: a Triton entry through Triton's launcher, a CUDA one
+    ranked for the live device and launched through CuPy."""
+    from occupancy.inputs.manifest.triton import find_kind
+
+    if find_kind(target, kernel) == "triton":
+        from occupancy.gpu.triton_measure import measure_triton
+
+        return measure_triton(target, kernel, sets, top, reps, progress, budget)
+    from occupancy.core.device import from_cuda_properties
+    from occupancy.gpu.measure import device_properties, measure_tuning
+    from occupancy.inputs.manifest.tuning import load_tuning
+    from occupancy.tune.bounds import WorkLimits
+    from occupancy.tune.spaces import points, rank
+
+    spec = load_tuning(target, kernel, sets)
+    dev = from_cuda_properties(device_properties(0))
+    pts, removed = points(spec, limits=WorkLimits(compiles=max_compiles))
+    return measure_tuning(spec, rank(spec, dev, pts, removed), top, reps, progress, budget)

@@ -181,8 +181,8 @@ def _prop_int(props: Mapping[str, Any], key: str, default: int | None = None) ->
     return int(value)
 
 
-def from_cuda_properties(props: Mapping[str, Any]) -> Device:
-    """Device from cudaDeviceProp as CuPy returns it; constants it lacks come from CC_TABLE."""
+def _props_row(props: Mapping[str, Any]) -> tuple[str, _CCRow]:
+    """The compute capability the properties name and its row of the CC table."""
     missing = [k for k in _PROPS_REQUIRED if k not in props]
     if missing:
         raise UnknownComputeCapabilityError(
@@ -190,30 +190,51 @@ def from_cuda_properties(props: Mapping[str, Any]) -> Device:
         )
     cc = f"{int(props['major'])}.{int(props['minor'])}"
     try:
-        row = cc_row(cc)
+        return cc, cc_row(cc)
     except UnknownComputeCapabilityError as exc:
         raise UnknownComputeCapabilityError(f"{exc}; for this GPU, write its profile by hand "
                                             "(see README, 'Device profiles')") from None
+
+
+def _props_name(props: Mapping[str, Any], cc: str) -> str:
     raw_name = props.get("name", f"GPU (CC {cc})")
     name = raw_name.decode(errors="replace") if isinstance(raw_name, bytes) else str(raw_name)
-    name = name.rstrip("\x00").strip() or f"GPU (CC {cc})"
-    sms = _prop_int(props, "multiProcessorCount")
-    smem_sm = _prop_int(props, "sharedMemPerMultiprocessor")
-    smem_block = _prop_int(props, "sharedMemPerBlock")
-    blocks = int(props.get("maxBlocksPerMultiProcessor") or row.blocks)
+    return name.rstrip("\x00").strip() or f"GPU (CC {cc})"
+
+
+def _props_speeds(props: Mapping[str, Any], row: _CCRow, sms: int) -> tuple[float, float, float]:
+    """(clock MHz, DRAM GB/s, FP32 GFLOP/s) from the properties."""
     # cudaDeviceProp gives clocks in kHz; CUDA 13 dropped them, CuPy may still report 0.
     clock_mhz = float(props.get("clockRate") or 0) / 1000.0
     mem_khz = float(props.get("memoryClockRate") or 0)
     bus_bits = float(props.get("memoryBusWidth") or 0)
     dram_gb_s = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9  # double data rate
     fp32 = 2.0 * row.fp32_lanes * sms * clock_mhz / 1000.0
+    return clock_mhz, dram_gb_s, fp32
+
+
+def _unified_l1(row: _CCRow, cc: str) -> tuple[int | None, dict[str, str]]:
+    """The unified L1 + shared memory array (CC >= 7.0), and where the figure comes from."""
+    # The largest shared-memory size leaves 32 KB of L1 on CC 7.x and 28 KB from 8.0 (the
+    # shipped profiles' figures).
+    if not row.carveout_kib:
+        return None, {}
+    unified = (row.carveout_kib[-1] + (32 if cc.startswith("7.") else 28)) * KIB
+    return unified, {"l1_shared_memory_bytes": "occupancy's CC table: the largest shared-memory "
+                     "size plus the L1 it leaves (32 KB on CC 7.x, 28 KB from 8.0)"}
+
+
+def from_cuda_properties(props: Mapping[str, Any]) -> Device:
+    """Device from cudaDeviceProp as CuPy returns it; constants it lacks come from CC_TABLE."""
+    cc, row = _props_row(props)
+    name = _props_name(props, cc)
+    sms = _prop_int(props, "multiProcessorCount")
+    smem_sm = _prop_int(props, "sharedMemPerMultiprocessor")
+    smem_block = _prop_int(props, "sharedMemPerBlock")
+    blocks = int(props.get("maxBlocksPerMultiProcessor") or row.blocks)
+    clock_mhz, dram_gb_s, fp32 = _props_speeds(props, row, sms)
     measured = "cudaGetDeviceProperties"
-    # The unified L1 + shared memory array (CC >= 7.0): the largest shared-memory size
-    # leaves 32 KB of L1 on CC 7.x and 28 KB from 8.0 (the shipped profiles' figures).
-    unified = (row.carveout_kib[-1] + (32 if cc.startswith("7.") else 28)) * KIB \
-        if row.carveout_kib else None
-    extra = {"l1_shared_memory_bytes": "occupancy's CC table: the largest shared-memory size "
-             "plus the L1 it leaves (32 KB on CC 7.x, 28 KB from 8.0)"} if unified else {}
+    unified, extra = _unified_l1(row, cc)
     return Device(
         name=name,
         compute_capability=cc,

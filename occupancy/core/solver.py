@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
-
-INT32_MAX = 2**31 - 1  # CUDA's launch sizes are 32-bit ints
+from occupancy.core.limits import INT32_MAX
 
 if TYPE_CHECKING:
     from occupancy.core.clusters import ClusterResult
@@ -63,6 +62,11 @@ class OccupancyResult:
     @property
     def launchable(self) -> bool:
         return not self.cannot_launch
+
+    @property
+    def ordered_limiters(self) -> tuple[str, ...]:
+        """The limiters in LIMIT_NAMES' order: every output lists them so, from here."""
+        return tuple(n for n in LIMIT_NAMES if n in self.limiters)
 
 
 # --- one function per limiter ------------------------------------------------------------
@@ -292,6 +296,61 @@ def _check_inputs(threads: int, regs: int, static: int, dynamic: int,
         raise OccupancyError(f"virtual resources must be >= 0, got {virtual_resources}")
 
 
+
+def _combine(dev: Device, warps: int, threads: int, reg: _RegLimit, smem: _SmemLimit,
+             block_barriers: int, virtual_resources: int) -> tuple[dict[str, int | None], int]:
+    """Every limiter's blocks per SM, in LIMIT_NAMES' order, and the fewest of them."""
+    limits: dict[str, int | None] = {
+        "warps": blocks_by_warps(dev, warps, threads, reg.pgc),
+        "registers": reg.blocks,
+        "shared_memory": smem.blocks,
+        "blocks": dev.max_blocks_per_sm,
+        "barriers": None,
+        "virtual_resources": blocks_by_virtual_resources(dev, virtual_resources),
+    }
+    active = min(v for v in limits.values() if v is not None)
+    # From CC 9.0 the barrier limit is applied after the others (cuda_occupancy.h).
+    limits["barriers"] = blocks_by_barriers(dev, block_barriers)
+    if limits["barriers"] is not None:
+        active = min(active, limits["barriers"])
+    return limits, active
+
+
+def _launch_problems(dev: Device, threads: int, reg: _RegLimit, smem: _SmemLimit,
+                     barrier_blocks: int | None, block_barriers: int) -> list[str]:
+    """Why a block cannot launch at all, in the order the result lists them."""
+    problems: list[str] = []
+    if threads > dev.max_threads_per_block:
+        problems.append(f"a block of {threads} threads exceeds the device's maximum of "
+                        f"{dev.max_threads_per_block} threads per block")
+    if reg.problem:
+        problems.append(reg.problem)
+    if smem.problem:
+        problems.append(smem.problem)
+    if barrier_blocks == 0:
+        problems.append(f"{block_barriers} barriers per block exceed the "
+                        f"{dev.block_barriers_per_sm} available per SM")
+    return problems
+
+
+def _smem_notes(dev: Device, smem: _SmemLimit, static: int, dynamic: int) -> list[str]:
+    notes = [smem.note] if smem.note else []
+    if smem.requires_opt_in:
+        notes.append(f"needs cudaFuncSetAttribute(kernel, "
+                     f"cudaFuncAttributeMaxDynamicSharedMemorySize, {dynamic}): "
+                     f"{static + dynamic:,} B is over the default {dev.shared_memory_per_block_bytes:,} B "
+                     "per block")
+    return notes
+
+
+def _cluster(dev: Device, cluster: tuple[int, int, int], active: int,
+             grid: tuple[int, ...] | None) -> ClusterResult:
+    from occupancy.core.clusters import cluster_occupancy
+
+    if len(cluster) != 3 or any(not isinstance(c, int) or not 1 <= c <= 1024 for c in cluster):
+        raise OccupancyError(f"a cluster is (x, y, z) of positive integers, got {cluster!r}")
+    return cluster_occupancy(dev, active, cluster, grid)
+
 def solve(dev: Device, threads_per_block: int, registers_per_thread: int = 0,
           static_shared_memory: int = 0, dynamic_shared_memory: int = 0,
           carveout: int | None = None, max_threads_per_block: int | None = None,
@@ -323,51 +382,18 @@ def solve(dev: Device, threads_per_block: int, registers_per_thread: int = 0,
     if pgc and not reg.pgc:
         notes.append("partitioned global caching turned off: a block does not fit in half an SM")
     smem = blocks_by_shared_memory(dev, static, dynamic, carveout, opt_in)
-    limits: dict[str, int | None] = {
-        "warps": blocks_by_warps(dev, warps, threads, reg.pgc),
-        "registers": reg.blocks,
-        "shared_memory": smem.blocks,
-        "blocks": dev.max_blocks_per_sm,
-        "barriers": None,
-        "virtual_resources": blocks_by_virtual_resources(dev, virtual_resources),
-    }
-    active = min(v for v in limits.values() if v is not None)
-    # From CC 9.0 the barrier limit is applied after the others (cuda_occupancy.h).
-    limits["barriers"] = blocks_by_barriers(dev, block_barriers)
-    if limits["barriers"] is not None:
-        active = min(active, limits["barriers"])
+    limits, active = _combine(dev, warps, threads, reg, smem, block_barriers, virtual_resources)
     limiters = frozenset(k for k, v in limits.items() if v == active)
-
-    problems: list[str] = []
-    if threads > dev.max_threads_per_block:
-        problems.append(f"a block of {threads} threads exceeds the device's maximum of "
-                        f"{dev.max_threads_per_block} threads per block")
-    if reg.problem:
-        problems.append(reg.problem)
-    if smem.problem:
-        problems.append(smem.problem)
-    if limits["barriers"] == 0:
-        problems.append(f"{block_barriers} barriers per block exceed the "
-                        f"{dev.block_barriers_per_sm} available per SM")
+    problems = _launch_problems(dev, threads, reg, smem, limits["barriers"], block_barriers)
     if max_threads_per_block is not None and threads > max_threads_per_block:
         problems.append(f"a block of {threads} threads exceeds the kernel's launch bound of "
                         f"{max_threads_per_block} (__launch_bounds__); the occupancy API "
                         "ignores launch bounds, but this launch fails")
         active, limiters = 0, frozenset()
-    if smem.note:
-        notes.append(smem.note)
-    if smem.requires_opt_in:
-        notes.append(f"needs cudaFuncSetAttribute(kernel, "
-                     f"cudaFuncAttributeMaxDynamicSharedMemorySize, {dynamic}): "
-                     f"{static + dynamic:,} B is over the default {dev.shared_memory_per_block_bytes:,} B "
-                     "per block")
+    notes += _smem_notes(dev, smem, static, dynamic)
     cluster_result = None
     if cluster is not None:
-        from occupancy.core.clusters import cluster_occupancy
-
-        if len(cluster) != 3 or any(not isinstance(c, int) or not 1 <= c <= 1024 for c in cluster):
-            raise OccupancyError(f"a cluster is (x, y, z) of positive integers, got {cluster!r}")
-        cluster_result = cluster_occupancy(dev, active if not problems else 0, cluster, grid)
+        cluster_result = _cluster(dev, cluster, active if not problems else 0, grid)
         notes += list(cluster_result.notes)
     active_warps = active * warps
     return OccupancyResult(

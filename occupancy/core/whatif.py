@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from occupancy.core.device import Device
-from occupancy.core.solver import LIMIT_NAMES, solve
+from occupancy.core.solver import solve
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,7 @@ class Config:
 
 def _point(dev: Device, x: int, threads: int, regs: int, smem: int, cfg: Config) -> Point:
     r = solve(dev, threads, regs, 0, smem, cfg.carveout, opt_in=cfg.opt_in)
-    return Point(x, r.occupancy, r.active_blocks_per_sm,
-                 tuple(n for n in LIMIT_NAMES if n in r.limiters))
+    return Point(x, r.occupancy, r.active_blocks_per_sm, r.ordered_limiters)
 
 
 def sweep_threads(dev: Device, cfg: Config) -> Curve:

@@ -19,5 +19,5 @@ def pct(x: float) -> str:
 
 def limiters(names: Iterable[str]) -> str:
     """The limiters in the solver's order, as people read them ('shared memory')."""
-    chosen = set(names)
+    chosen = set(names)  # any iterable: a result's frozenset, a JSON list
     return ", ".join(LIMITER_LABELS[n] for n in LIMIT_NAMES if n in chosen)

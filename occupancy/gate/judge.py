@@ -10,7 +10,7 @@ from typing import Any
 
 from occupancy.build.resources import KernelResources
 from occupancy.core.device import Device
-from occupancy.core.solver import LIMIT_NAMES, OccupancyResult, cliffs, solve
+from occupancy.core.solver import OccupancyResult, cliffs, solve
 from occupancy.core.words import limiters, pct
 from occupancy.inputs.manifest import KernelSpec
 from occupancy.inputs.safety import inert
@@ -41,7 +41,7 @@ class Verdict:
 
     @property
     def limiters(self) -> tuple[str, ...]:
-        return tuple(n for n in LIMIT_NAMES if self.result and n in self.result.limiters)
+        return self.result.ordered_limiters if self.result else ()
 
     @property
     def registers_per_thread(self) -> int | None:
@@ -70,8 +70,8 @@ def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
         fix = ""
         reg_cliff, smem_cliff = cliffs(dev, r)
         if "registers" in r.limiters and reg_cliff.gain_at is not None:
-            fix = (f": use <= {reg_cliff.gain_at} registers for {reg_cliff.gain_blocks} "
-                   f"block{'s' if reg_cliff.gain_blocks != 1 else ''}")
+            # a cliff's gain is at least 2 blocks: one more than a launchable kernel's 1
+            fix = f": use <= {reg_cliff.gain_at} registers for {reg_cliff.gain_blocks} blocks"
         elif "shared_memory" in r.limiters and smem_cliff.gain_at is not None:
             fix = (f": use <= {smem_cliff.gain_at:,} B of shared memory per block for "
                    f"{smem_cliff.gain_blocks} blocks")

@@ -190,7 +190,9 @@ def _eval(node: ast.AST, env: Mapping[str, Any], src: str) -> Any:
         v = _operand(v, src)
         return -v if isinstance(node.op, ast.USub) else +v
     if isinstance(node, ast.BoolOp):
-        vals = [_eval(v, env, src) for v in node.values]
+        # Short-circuit as Python does, so a guard protects what follows it:
+        # `BK > 0 and K % BK == 0` is False for BK = 0, not a division by zero.
+        vals = (_eval(v, env, src) for v in node.values)
         return all(vals) if isinstance(node.op, ast.And) else any(vals)
     if isinstance(node, ast.Compare):
         left = _eval(node.left, env, src)

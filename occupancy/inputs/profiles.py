@@ -139,13 +139,23 @@ def _unknown_keys(data: dict[Any, Any], errs: _Problems, path: str, doc: YamlDoc
 def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Device:
     """Validate a parsed profile and build the Device; every problem is reported at once,
     each with its line and key and the fix."""
-    import math
-
     if not isinstance(data, dict):
         raise ProfileError("a profile must be a mapping of keys to values (see README, "
                            "'Device profiles')", path)
     errs = _Problems(path, doc)
     _unknown_keys(data, errs, path, doc)
+    _check_schema(data, errs)
+    errs.raise_if_any()
+    major = _check_cc(data["compute_capability"], errs)
+    _check_consistency(data, errs)
+    errs.raise_if_any()
+    return _build_device(data, major, path)
+
+
+def _check_schema(data: dict[str, Any], errs: _Problems) -> None:
+    """Every key present where required, of its type, and within real GPUs' range."""
+    import math
+
     for key, (kind, required, what) in SCHEMA.items():
         if key not in data or data[key] is None:
             if required:
@@ -165,9 +175,11 @@ def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Dev
                          "the profile", key)
         if kind in (list, dict, _STR) and len(value) > 256:
             errs.add(f"{key} is too long ({len(value)} items or characters, at most 256)", key)
-    errs.raise_if_any()
-    d = data
-    cc = d["compute_capability"]
+
+
+def _check_cc(cc: str, errs: _Problems) -> int:
+    """The compute capability's major number (-1 if it is not "major.minor"); one outside
+    the table is a problem."""
     major = int(cc.split(".")[0]) if re.fullmatch(r"\d+\.\d+", cc) else -1
     if major < 0:
         errs.add(f'compute_capability must be "major.minor", got {cc!r}', "compute_capability")
@@ -179,52 +191,65 @@ def device_from_mapping(data: Any, path: str, doc: YamlDoc | None = None) -> Dev
     elif cc not in ("1.0", "1.1", "1.2", "1.3", "2.0", "2.1"):
         errs.add(f"unknown compute capability {cc}", "compute_capability")
 
-    def require(cond: bool, key: str, message: str) -> None:
-        if not cond:
-            errs.add(f"{key}: {message}", key)
+    return major
 
-    require(d["register_allocation"] in ("warp", "block"), "register_allocation",
-            f"must be 'warp' or 'block', got {d['register_allocation']!r}")
-    require(d["max_threads_per_sm"] % d["warp_size"] == 0, "max_threads_per_sm",
-            "must be a multiple of warp_size")
-    require(d["max_threads_per_block"] <= d["max_threads_per_sm"], "max_threads_per_block",
-            "must not exceed max_threads_per_sm")
-    require(d["registers_per_block"] <= d["registers_per_sm"], "registers_per_block",
-            "must not exceed registers_per_sm")
-    require(d["shared_memory_per_block_bytes"] <= d["shared_memory_per_block_optin_bytes"],
-            "shared_memory_per_block_optin_bytes",
-            "must be >= shared_memory_per_block_bytes (equal when the GPU has no opt-in)")
-    require(d["shared_memory_per_block_optin_bytes"] + d["reserved_shared_memory_per_block_bytes"]
-            <= d["shared_memory_per_sm_bytes"], "shared_memory_per_block_optin_bytes",
-            "plus the reserved smem per block must fit in shared_memory_per_sm_bytes")
+
+def _require(errs: _Problems, cond: bool, key: str, message: str) -> None:
+    if not cond:
+        errs.add(f"{key}: {message}", key)
+
+
+def _check_consistency(d: dict[str, Any], errs: _Problems) -> None:
+    """The keys against each other: multiples, orders, sizes that must fit, sources."""
+    _require(errs, d["register_allocation"] in ("warp", "block"), "register_allocation",
+             f"must be 'warp' or 'block', got {d['register_allocation']!r}")
+    _require(errs, d["max_threads_per_sm"] % d["warp_size"] == 0, "max_threads_per_sm",
+             "must be a multiple of warp_size")
+    _require(errs, d["max_threads_per_block"] <= d["max_threads_per_sm"], "max_threads_per_block",
+             "must not exceed max_threads_per_sm")
+    _require(errs, d["registers_per_block"] <= d["registers_per_sm"], "registers_per_block",
+             "must not exceed registers_per_sm")
+    _require(errs, d["shared_memory_per_block_bytes"] <= d["shared_memory_per_block_optin_bytes"],
+             "shared_memory_per_block_optin_bytes",
+             "must be >= shared_memory_per_block_bytes (equal when the GPU has no opt-in)")
+    _require(errs, d["shared_memory_per_block_optin_bytes"] + d["reserved_shared_memory_per_block_bytes"]
+             <= d["shared_memory_per_sm_bytes"], "shared_memory_per_block_optin_bytes",
+             "plus the reserved smem per block must fit in shared_memory_per_sm_bytes")
     sizes = d["shared_memory_carveout_bytes"]
-    require(all(_type_ok(x, _INT) and x >= 0 for x in sizes), "shared_memory_carveout_bytes",
-            "must list non-negative integers (bytes)")
+    _require(errs, all(_type_ok(x, _INT) and x >= 0 for x in sizes), "shared_memory_carveout_bytes",
+             "must list non-negative integers (bytes)")
     if all(_type_ok(x, _INT) for x in sizes):
-        require(list(sizes) == sorted(set(sizes)), "shared_memory_carveout_bytes",
-                "must be ascending without repeats")
-        require(not sizes or sizes[-1] == d["shared_memory_per_sm_bytes"],
-                "shared_memory_carveout_bytes",
-                "the largest size must equal shared_memory_per_sm_bytes")
+        _require(errs, list(sizes) == sorted(set(sizes)), "shared_memory_carveout_bytes",
+                 "must be ascending without repeats")
+        _require(errs, not sizes or sizes[-1] == d["shared_memory_per_sm_bytes"],
+                 "shared_memory_carveout_bytes",
+                 "the largest size must equal shared_memory_per_sm_bytes")
     unified = d.get("l1_shared_memory_bytes")
-    require(unified is None or not _type_ok(unified, _INT)
-            or unified > d["shared_memory_per_sm_bytes"], "l1_shared_memory_bytes",
-            "must exceed shared_memory_per_sm_bytes (the L1 keeps what the largest "
-            "shared-memory size leaves)")
+    _require(errs, unified is None or not _type_ok(unified, _INT)
+             or unified > d["shared_memory_per_sm_bytes"], "l1_shared_memory_bytes",
+             "must exceed shared_memory_per_sm_bytes (the L1 keeps what the largest "
+             "shared-memory size leaves)")
     if unified is not None and "l1_shared_memory_bytes" not in d["sources"]:
         errs.add("sources: say where l1_shared_memory_bytes came from", "sources")
     missing = [k for k in SOURCED if k not in d["sources"]]
     if missing:
         errs.add(f"sources: say where {', '.join(missing)} came from", "sources")
     aliases = d.get("aliases") or []
-    require(all(isinstance(a, str) and a for a in aliases), "aliases",
-            "must be a list of non-empty strings")
+    _require(errs, all(isinstance(a, str) and a for a in aliases), "aliases",
+             "must be a list of non-empty strings")
     table = d.get("cluster_table") or []
-    require(len(table) <= 64 and all(isinstance(row, list) and 1 <= len(row) <= 64
-                                     and all(_type_ok(v, _INT) and 0 <= v <= 1 << 24 for v in row)
-                                     for row in table), "cluster_table",
-            "must be rows (blocks per SM 1, 2, ...) of non-negative integers (cluster size 1, 2, ...)")
-    errs.raise_if_any()
+    rows_ok = len(table) <= 64 and all(
+        isinstance(row, list) and 1 <= len(row) <= 64
+        and all(_type_ok(v, _INT) and 0 <= v <= 1 << 24 for v in row) for row in table)
+    _require(errs, rows_ok, "cluster_table", "must be rows (blocks per SM 1, 2, ...) of "
+             "non-negative integers (cluster size 1, 2, ...)")
+
+
+def _build_device(d: dict[str, Any], major: int, path: str) -> Device:
+    cc = d["compute_capability"]
+    aliases = d.get("aliases") or []
+    sizes = d["shared_memory_carveout_bytes"]
+    table = d.get("cluster_table") or []
     values: dict[str, Any] = {k: d.get(k) for k in SCHEMA}
     values["aliases"] = tuple(a.lower() for a in aliases)
     values["shared_memory_carveout_bytes"] = tuple(sizes)

@@ -14,14 +14,22 @@ import stat
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeGuard
 
 from occupancy.core.errors import OccupancyError
-
-INT32_MAX = 2**31 - 1  # CUDA's own sizes (block dims, smem, counts) are 32-bit ints
+from occupancy.core.limits import INT32_MAX as INT32_MAX  # re-exported for tune/spaces
 
 MAX_DEFINE = 4096  # characters of one define value (a macro, not a data file)
-C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The one rule for a name a manifest gives (a define, a space or problem size, a Triton
+# argument or parameter): a C identifier, so it can be a macro, an expression's symbol and a
+# Python argument alike; ASCII only and at most 64 characters (C99 guarantees 63
+# significant characters of a macro name; 64 leaves the tuning spaces' old limit).
+C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def is_name(text: object) -> TypeGuard[str]:
+    """A name as every manifest key takes it: see C_IDENTIFIER."""
+    return isinstance(text, str) and C_IDENTIFIER.fullmatch(text) is not None
 # What a define value, flag or path may not hold: the characters a shell acts on inside
 # the double quotes nvcc puts around them ($ ` " \\), the ones that end or chain a command
 # (; | & < > newline), quotes, and every control character (NUL included).
@@ -34,9 +42,9 @@ def _shell_safe(text: str, spaces: bool = True) -> bool:
 
 
 def check_define_name(name: object, where: str) -> str:
-    if not isinstance(name, str) or not C_IDENTIFIER.fullmatch(name):
-        raise OccupancyError(f"{where}: define name {inert(str(name))} is not a C identifier "
-                             "(letters, digits and _, not starting with a digit)")
+    if not is_name(name):
+        raise OccupancyError(f"{where}: define name {inert(str(name)[:80])} is not a C identifier "
+                             "(letters, digits and _, not starting with a digit, at most 64)")
     return name
 
 
@@ -233,7 +241,7 @@ def check_output(path: str, inputs: Iterable[str | os.PathLike[str]] = ()) -> Pa
         if st is not None and _same_file(target, Path(inp)):
             raise OccupancyError(f"-o {shown}: that is an input of this run "
                                  f"({inert(os.fspath(inp))}); write the output elsewhere")
-    parent = target.parent if str(target.parent) else Path(".")
+    parent = target.parent  # Path("x").parent is Path("."), never empty
     if not parent.is_dir():
         raise OccupancyError(f"-o {shown}: the directory {inert(str(parent))} does not exist")
     return target
@@ -244,9 +252,8 @@ def write_atomically(path: str, text: str, inputs: Iterable[str | os.PathLike[st
     import tempfile
 
     target = check_output(path, inputs)
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".occupancy-", suffix=".tmp")
+    try:  # in the target's folder: the rename is then atomic (one filesystem)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".occupancy-", suffix=".tmp")
     except OSError as exc:
         raise OccupancyError(f"-o {inert(path)}: cannot write there: {exc.strerror}") from None
     try:

@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from occupancy.core.errors import FileError
-from occupancy.inputs.safety import inert
+from occupancy.inputs.safety import inert, is_name
 
 CONFIG_CAP = 4 * 1024 * 1024
 WARPS = (1, 2, 4, 8, 16, 32)
@@ -31,7 +31,7 @@ def _check_entry(size: str, entry: Any, path: str) -> dict[str, int]:
         raise ConfigFileError(f"batch size {size!r}: a config is an object of integers, "
                               f"got {type(entry).__name__}", path)
     for k, v in entry.items():
-        if not isinstance(k, str) or not k.isidentifier():
+        if not is_name(k):
             raise ConfigFileError(f"batch size {size!r}: {_shown(k)} is not a parameter name",
                                   path)
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1 << 20:

@@ -15,7 +15,8 @@ def parse_bytes(text: str) -> int:
     """'8K', '8KiB', '8KB' (all 8192: CUDA counts shared memory in binary units) or '8192'."""
     from fractions import Fraction
 
-    from occupancy.inputs.safety import INT32_MAX, inert
+    from occupancy.core.limits import INT32_MAX
+    from occupancy.inputs.safety import inert
 
     m = _SIZE.match(str(text)) if len(str(text)) <= 40 else None
     if not m:
@@ -31,7 +32,7 @@ def parse_bytes(text: str) -> int:
 
 def parse_block(text: str) -> tuple[int, ...]:
     """'256', '16x16' or '32x8x2' -> the block's dimensions."""
-    from occupancy.inputs.safety import INT32_MAX
+    from occupancy.core.limits import INT32_MAX
 
     parts = re.split(r"\s*[x×,]\s*", str(text).strip().lower()[:100])
     if not 1 <= len(parts) <= 3 or not all(p.isascii() and p.isdigit() and len(p) <= 10

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from occupancy.core.errors import FileError, OccupancyError
+from occupancy.core.limits import INT32_MAX
 from occupancy.inputs.files import YamlDoc
 from occupancy.inputs.flags import check_flags
-from occupancy.inputs.safety import INT32_MAX, check_define_name, define_value, excerpt, inert
+from occupancy.inputs.safety import check_define_name, define_value, excerpt, inert
 
 MAX_KERNELS = 10_000
 MAX_DEVICES = 64

@@ -12,6 +12,7 @@ from typing import Any
 
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
+from occupancy.core.limits import INT32_MAX
 from occupancy.inputs.files import YamlDoc, read_yaml
 from occupancy.inputs.manifest.keys import (
     LAUNCH,
@@ -34,7 +35,7 @@ from occupancy.inputs.manifest.keys import (
 )
 from occupancy.inputs.manifest.triton import TritonSpec, read_entry
 from occupancy.inputs.profiles import load_device
-from occupancy.inputs.safety import INT32_MAX, check_function, inert
+from occupancy.inputs.safety import check_function, inert
 
 LAUNCH_KEYS = keys_of(LAUNCH)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from occupancy.core.errors import OccupancyError
+from occupancy.core.limits import INT32_MAX
 from occupancy.inputs.expr import Expr, ExprError, array_operands, check_names, parse
 from occupancy.inputs.files import YamlDoc, read_yaml
 from occupancy.inputs.manifest.keys import (
@@ -30,7 +31,7 @@ from occupancy.inputs.manifest.keys import (
     keys_of,
     unknown_key,
 )
-from occupancy.inputs.safety import INT32_MAX, inert
+from occupancy.inputs.safety import inert, is_name
 from occupancy.inputs.triton_configs import WARPS, ConfigFileError, read_config_file
 
 TRITON_KEYS = keys_of(TRITON)
@@ -148,11 +149,14 @@ def load_triton(manifest: str | os.PathLike[str], kernel: str) -> TritonSpec:
     for i, e in enumerate(data["kernels"]):
         if isinstance(e, dict) and e.get("name") == kernel and entry_kind(e) == TRITON:
             top = data.get("devices")
-            defaults = device_names(top, doc.line("devices")) if top is not None else ()
             floor = data.get("min_occupancy", 0.0)
+            try:  # a bad top-level key is named with the file and line, as an entry's is
+                defaults = device_names(top, doc.line("devices")) if top is not None else ()
+                kfloor = fraction(floor, "min_occupancy", doc.line("min_occupancy"))
+            except EntryError as exc:
+                raise ManifestError(str(exc), str(p), exc.line) from None
             try:
-                return read_entry(doc, p, i, defaults, fraction(floor, "min_occupancy",
-                                                                doc.line("min_occupancy")))
+                return read_entry(doc, p, i, defaults, kfloor)
             except EntryError as exc:
                 raise ManifestError(f"kernel '{inert(kernel)}': {exc}", str(p), exc.line) from None
     names = sorted(str(e.get("name")) for e in data["kernels"]
@@ -198,7 +202,7 @@ class _Entry:
         if not isinstance(v, str) or "\x00" in v or len(v) > 4096:
             raise self.fail(key, "must be 'path/to/module.py:function'")
         where, sep, fn = v.rpartition(":")
-        if not sep or not where.endswith(".py") or not fn.isidentifier() or not fn.isascii():
+        if not sep or not where.endswith(".py") or not is_name(fn):
             raise self.fail(key, f"{inert(v[:80])!r} is not 'path/to/module.py:function' "
                             "(a .py file, relative to the manifest, and a Python identifier)")
         q = Path(where) if os.path.isabs(where) else self.path.parent / where
@@ -280,7 +284,7 @@ class _Entry:
                             "{a_ptr: '*fp16', M: i32, scale: fp32}")
         out: dict[str, str] = {}
         for name, kind in raw.items():
-            if not isinstance(name, str) or not name.isidentifier():
+            if not is_name(name):
                 raise self.fail("signature", f"{inert(str(name))!r} is not an argument name",
                                 str(name))
             elem = kind[1:].removeprefix("k") if isinstance(kind, str) and kind[:1] == "*" \
@@ -299,10 +303,10 @@ class _Entry:
             raise self.fail("constexprs", "must map names to values, e.g. {top_k: 2, "
                             "MUL_ROUTED_WEIGHT: false, compute_type: fp16}")
         for k, v in raw.items():
-            if not isinstance(k, str) or not k.isidentifier():
+            if not is_name(k):
                 raise self.fail("constexprs", f"{inert(str(k))!r} is not a name", str(k))
             ok = (isinstance(v, (bool, int, float)) or v is None
-                  or (isinstance(v, str) and v.isidentifier() and len(v) <= 64))
+                  or is_name(v))
             if not ok:
                 raise self.fail("constexprs", f"{k}: a constexpr is a number, true/false, or a "
                                 f"word (a dtype name such as fp16), got {inert(repr(v)[:40])}", k)
@@ -313,7 +317,7 @@ class _Entry:
             raise EntryError(f"{where} is a mapping of parameters to integers, e.g. "
                              "{BLOCK_SIZE_M: 64, num_warps: 4, num_stages: 3}", line)
         for k, v in c.items():
-            if not isinstance(k, str) or not k.isidentifier():
+            if not is_name(k):
                 raise EntryError(f"{where}: {inert(str(k))!r} is not a parameter name", line)
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1 << 20:
                 raise EntryError(f"{where}: {k} must be an integer 0..1048576, got "
@@ -330,6 +334,8 @@ class _Entry:
                              "or 'space:' (lists of values), one of them", self.start)
         if given[0] == "space":
             return (*self.space(known), None)
+        if "restrict" in self.e:  # never silently ignored beside a list or a file
+            raise self.fail("restrict", "restricts a 'space:'; this entry has none")
         raw = self.e["configs"]
         if isinstance(raw, str):
             return self.config_file(raw)
@@ -364,7 +370,7 @@ class _Entry:
         names, lists = [], []
         total = 1
         for k, v in raw.items():
-            if not isinstance(k, str) or not k.isidentifier():
+            if not is_name(k):
                 raise self.fail("space", f"{inert(str(k))!r} is not a parameter name", str(k))
             if (not isinstance(v, list) or not v or len(v) > 1000
                     or any(isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= 1 << 20
@@ -408,8 +414,6 @@ class _Entry:
 
     def restrict(self, known: set[str]) -> list[Expr]:
         raw = self.e.get("restrict", [])
-        if "restrict" in self.e and "space" not in self.e:
-            raise self.fail("restrict", "restricts a 'space:'; this entry has none")
         if not isinstance(raw, list) or len(raw) > 64:
             raise self.fail("restrict", "must be a list of conditions, e.g. "
                             "['BLOCK_SIZE_M * BLOCK_SIZE_N <= 128 * 128']")
@@ -422,7 +426,7 @@ class _Entry:
                             "N: 14336, K: 4096}")
         out: dict[str, tuple[int, ...]] = {}
         for k, v in raw.items():
-            if not isinstance(k, str) or not k.isidentifier():
+            if not is_name(k):
                 raise self.fail("problem", f"{inert(str(k))!r} is not a name", str(k))
             vals = v if isinstance(v, list) else [v]
             if (not vals or len(vals) > MAX_SIZES

@@ -5,13 +5,13 @@ every key. The same file holds `check`'s launch entries (launch.py)."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from occupancy.core.errors import OccupancyError
+from occupancy.core.limits import INT32_MAX
 from occupancy.inputs.expr import Expr, ExprError, array_operands, check_names, parse
 from occupancy.inputs.files import YamlDoc, read_yaml
 from occupancy.inputs.manifest.keys import (
@@ -23,7 +23,7 @@ from occupancy.inputs.manifest.keys import (
     parse_folders,
     unknown_key,
 )
-from occupancy.inputs.safety import INT32_MAX, check_function, define_value, inert
+from occupancy.inputs.safety import check_function, define_value, inert, is_name
 
 MAX_POINTS = 10_000
 MAX_ARRAY_BYTES = 64 << 30  # one argument of `measure`: more than any GPU here holds
@@ -31,7 +31,6 @@ MAX_VALUES = 1_000
 DTYPES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8,
           "int8": 1, "uint8": 1}
 TUNE_KEYS = keys_of(TUNE)
-_NAME = re.compile(r"[A-Za-z_]\w{0,63}")
 
 
 @dataclass(frozen=True)
@@ -163,13 +162,16 @@ class _TuneEntry:
             raise self.fail("space", "must map names to lists of values, e.g. {TILE: [16, 32]}")
         space: dict[str, tuple[Any, ...]] = {}
         for name, values in raw.items():
-            if not isinstance(name, str) or not _NAME.fullmatch(name):
+            if not is_name(name):
                 raise self.fail("space", f"{inert(str(name))!r} is not a name (letters, digits, _)")
             if (not isinstance(values, list) or not values or len(values) > MAX_VALUES
                     or not all(isinstance(v, (int, float, str)) for v in values)):
                 raise self.fail("space", f"{name} must be a list of 1-{MAX_VALUES} numbers or words")
-            for v in values:
-                define_value(v, f"space.{name}")  # shell-safe, as any define
+            try:
+                for v in values:
+                    define_value(v, f"space.{name}")  # shell-safe, as any define
+            except OccupancyError as exc:  # with the file and line, as every other key
+                raise self.fail_at(self.line("space"), str(exc)) from None
             space[name] = tuple(values)
         return space
 
@@ -183,7 +185,7 @@ class _TuneEntry:
                             f"the problem has {', '.join(map(inert, raw)) or 'none'}")
         problem: dict[str, int] = {}
         for k, v in {**raw, **self.overrides}.items():
-            if not isinstance(k, str) or not _NAME.fullmatch(k):
+            if not is_name(k):
                 raise self.fail("problem", f"{inert(str(k))!r} is not a name")
             if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= INT32_MAX:
                 raise self.fail("problem", f"{k} must be an integer 1..{INT32_MAX:,}, got {inert(repr(v))}")
@@ -292,7 +294,7 @@ class _TuneEntry:
 
     def predictor(self) -> tuple[str | None, str]:
         family, predictor = self.e.get("hand_counts"), self.e.get("predictor", "model")
-        if family is not None and not (isinstance(family, str) and _NAME.fullmatch(family)):
+        if family is not None and not (isinstance(family, str) and is_name(family)):
             raise self.fail("hand_counts", "names a shipped family, e.g. matmul")
         if predictor not in ("model", "hand_counts"):
             raise self.fail("predictor", "is model or hand_counts")
@@ -333,7 +335,7 @@ def _args(raw: Any, expr: Any, fail: Any) -> tuple[tuple[Expr | ArrayArg, ...], 
                 raise fail("args", f"[{j}] is {{array: NAME, dtype: float32, shape: [..], "
                            "output: true}")
             name, dtype, shape = a["array"], a.get("dtype", "float32"), a.get("shape")
-            if not isinstance(name, str) or not _NAME.fullmatch(name):
+            if not is_name(name):
                 raise fail("args", f"[{j}] array name must be a name")
             if dtype not in DTYPES:
                 raise fail("args", f"[{j}] dtype must be one of {', '.join(DTYPES)}")
