@@ -37,7 +37,7 @@ def tile_rows(t: TuneReport) -> list[list[str]]:
                str(occ.active_blocks_per_sm), pct(occ.occupancy)]
         if ways:
             row.append(str(r.counts.bank_conflict_ways) if r.counts else "-")
-        rows.append(row + [f"{p.predicted_ms:.3f}" if p else "-", p.bound if p else "-"])
+        rows.append(row + [ms(p.predicted_ms) if p else "-", p.bound if p else "-"])
     return rows
 
 
@@ -79,8 +79,14 @@ def measure_rows(results: Sequence[MeasureResult]) -> list[list[str]]:
         rows.append([r["label"], "yes" if r["verified"] else "NO",
                      f"{r['predicted_active_blocks_per_sm']}/{r['driver_active_blocks_per_sm']}"
                      + ("" if r["occupancy_match"] else " !"),
-                     "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}",
-                     f"{r['measured']['median_ms']:.3f}",
+                     "-" if r["predicted_ms"] is None else ms(r["predicted_ms"]),
+                     ms(r["measured"]["median_ms"]),
                      "-" if r["error"] is None else f"{r['error'] * 100:+.0f}%", rate,
                      pct(r["percent_of_ceiling"])])
     return rows
+
+
+def ms(value: float) -> str:
+    """A time in milliseconds to 4 significant digits: 24.47, 0.1005, 0.007123 (a fixed 3
+    decimals showed a 7 us kernel as 0.007 and hid the differences between leaders)."""
+    return f"{value:.4g}" if value >= 1e-4 else f"{value:.2e}"

@@ -39,6 +39,11 @@ def tune_view(rep: TuneReport) -> RenderableType:
     if found:
         parts.append(Text("registers: " + inert("; ".join(sorted({x.source for x in found})))
                           + ("  (~ = estimate)" if any(x.estimated for x in found) else "")))
+    bounds = sorted({r.prediction.bound for r in rep.ranked if r.prediction})
+    if bounds:
+        from occupancy.tune.model import ROOF_NAMES
+
+        parts.append(Text("bound: " + "; ".join(f"{b} = {ROOF_NAMES.get(b, b)}" for b in bounds)))
     pruned = [r for r in rep.ranked if r.pruned]
     if pruned:
         parts.append(Text(f"Pruned {len(pruned)}:", style="bold"))
