@@ -190,3 +190,24 @@ def test_chart_axes_and_labels_read_cleanly(tmp_path: Path) -> None:
     letters = [t.text for t in smem.findall(f"{ns}text") if t.get("class") == "band-label"]
     assert "R" in letters and "shared memory" in letters  # the narrow registers band
     assert ". within half a row" in LEGEND
+
+
+def test_report_tiles_a_manifest_entry(tmp_path: Path) -> None:
+    """`report --tile MANIFEST --kernel NAME`: a user's tuning entry ranked per device, as
+    `tile` ranks it (issue 18 item 5); --kernel without a manifest is one error line."""
+    manifest = Path(__file__).resolve().parent.parent / "examples" / "transpose" / "tune.yaml"
+    res = run("report", "-d", "h200", "-d", "a100", "--tile", str(manifest), "--kernel",
+              "transpose", "-o", "r.md", cwd=tmp_path)
+    assert res.exit_code == 0, res.output
+    text = (tmp_path / "r.md").read_text()
+    for dev in ("NVIDIA H200", "NVIDIA A100"):
+        assert f"## Tile sizes: transpose, N = 8,192, on {dev}" in text
+    from occupancy import load_device
+    from occupancy.inputs.manifest.tuning import load_tuning
+    from occupancy.tune.spaces import points, rank
+
+    spec = load_tuning(manifest, "transpose")
+    pick = rank(spec, load_device("h200"), points(spec)[0]).recommended
+    assert pick is not None and pick.label in text
+    bad = run("report", "-d", "h200", "--kernel", "transpose", "-o", "x.md", cwd=tmp_path)
+    assert bad.exit_code == 2 and bad.output.startswith("Error: --kernel NAME goes with --tile")
