@@ -240,8 +240,8 @@ def test_tuning_file_level(tmp_path: Path) -> None:
     p.write_text("kernels:\n  - {name: t, triton: 'm.py:f'}\n")
     with pytest.raises(ManifestError) as info:
         load_tuning(p, "t")
-    assert str(info.value) == (f"{p}: line 2: kernel 't' is a triton entry: occupancy tile and "
-                               "occupancy check take it (measure does not time Triton configs yet)")
+    assert str(info.value) == (f"{p}: line 2: kernel 't' is a triton entry: read it with "
+                               "load_triton (occupancy tile, check and measure take it)")
 
 
 def test_reference_kernels(tmp_path: Path) -> None:
