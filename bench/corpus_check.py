@@ -63,7 +63,11 @@ def check(path: str) -> dict[str, object] | None:
 
 
 def main() -> None:
-    paths = sys.argv[1:] or sorted(glob.glob(str(ROOT / "bench/results/h200-corpus/*.json")))
+    """python bench/corpus_check.py [--out=FILE] [--note=TEXT] [RECORDS...]: records re-predicted
+    by another commit (bench/corpus/repredict.py writes them) say so with --note."""
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+    paths = args or sorted(glob.glob(str(ROOT / "bench/results/h200-corpus/*.json")))
     rows = [r for r in (check(p) for p in paths if not Path(p).name.startswith("budget-")) if r]
     val = [r for r in rows if r["part"] == "validation"]
 
@@ -85,8 +89,11 @@ def main() -> None:
               f"  budget4 +{r['budget_4_over_fastest']:5.1%} budget8 +{r['budget_8_over_fastest']:5.1%}"
               f"  top4 +{r['top_4_over_fastest']:5.1%}")
     print(json.dumps(summary, indent=1))
-    (ROOT / "bench/results/corpus-check.json").write_text(
-        json.dumps({"summary": summary, "pairs": rows}, indent=1) + "\n")
+    out = Path(opts.get("out", ROOT / "bench/results/corpus-check.json"))
+    doc: dict[str, object] = {"summary": summary, "pairs": rows}
+    if "note" in opts:
+        doc = {"note": opts["note"], **doc}
+    out.write_text(json.dumps(doc, indent=1) + "\n")
 
 
 if __name__ == "__main__":
