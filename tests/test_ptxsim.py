@@ -346,6 +346,8 @@ def test_atomics_every_block_shares(tmp_path: Path) -> None:
     own = warp_traffic(build, "per_block", [A, B, n], (256,), grid, 32, whole=True)
     assert own is not None and own.contended_float_atomics == 0 and own.contended_addresses == 0
     assert contended_atomic_seconds(own, units) == 0
+    two = warp_traffic(build, "l2_norm", [A, B, 512], (256,), (2,), 32, whole=True)
+    assert two is not None and two.contended_addresses == 0  # block 1's middle is block 0
     count = warp_traffic(build, "counter", [A, B, n], (256,), grid, 32, whole=True)
     assert count is not None and count.contended_int_atomics == 32
     assert contended_atomic_seconds(count, units) == pytest.approx(n * ATOMIC_INT_NS * 1e-9)
