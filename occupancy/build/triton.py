@@ -363,9 +363,7 @@ def load_function(path: str, name: str, what: str) -> Any:
     except OccupancyError:
         raise
     except Exception as exc:  # noqa: BLE001 - whatever the user's module raises
-        first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
-        raise OccupancyError(f"{what}: {path} does not import: {type(exc).__name__}: "
-                             f"{first}"[:400]) from None
+        raise import_error(f"{what}: {path}", exc) from None
     if not callable(fn):
         raise OccupancyError(f"{what}: {path} has no function {name!r}")
     return fn
@@ -547,3 +545,9 @@ def _run_jobs(jobs_list: list[_Job], jobs: int | None, timeout: float | None = N
 def _lost(job: _Job, reason: str) -> TritonKernel:
     """A config whose compile killed or outlasted its worker: not compiled, and why."""
     return TritonKernel(job.ref.name, _cc_text(job.cc), job.config, error=f"compile {reason}")
+
+
+def import_error(what: str, exc: BaseException) -> OccupancyError:
+    """What a user's module raised on import, as one line: its type and first line."""
+    first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
+    return OccupancyError(f"{what} does not import: {type(exc).__name__}: {first}"[:400])

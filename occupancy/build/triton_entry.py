@@ -76,16 +76,14 @@ def describe_calls(spec: TritonSpec) -> dict[str, tuple[dict[str, Any], list[tup
 def _load(spec: TritonSpec) -> None:
     """Import the entry's module here first, so that a module that does not import is one
     line naming it, not a traceback (build/triton.py keeps the loaded module)."""
-    from occupancy.build.triton import KernelRef
+    from occupancy.build.triton import KernelRef, import_error
 
     try:
         KernelRef(spec.function, "", spec.module).load()
     except OccupancyError:
         raise
     except Exception as exc:  # noqa: BLE001 - whatever the user's module raises
-        first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
-        raise OccupancyError(f"kernel '{spec.name}': {spec.shown_module} does not import: "
-                             f"{type(exc).__name__}: {first}"[:400]) from None
+        raise import_error(f"kernel '{spec.name}': {spec.shown_module}", exc) from None
 
 
 def compile_entry(spec: TritonSpec, ccs: Sequence[str], *, jobs: int | None = None,

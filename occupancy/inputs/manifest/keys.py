@@ -135,6 +135,22 @@ def fraction(v: Any, what: str, line: int | None) -> float:
     return float(v)
 
 
+def relative_tolerance(v: Any) -> float | None:
+    """A `tolerance:` value as a relative error in (0, 1), or None where it is not one. YAML
+    1.1 reads 1e-4 (no dot) as a string: that string is taken as the number it spells."""
+    if isinstance(v, str):
+        try:
+            v = float(v)
+        except ValueError:
+            return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+        return None
+    return float(v)
+
+
+TOLERANCE_HINT = "is a relative error between 0 and 1, e.g. 1e-3"
+
+
 def device_names(v: Any, line: int | None) -> tuple[str, ...]:
     if isinstance(v, str):
         v = [v]

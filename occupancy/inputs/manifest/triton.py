@@ -22,6 +22,7 @@ from occupancy.core.limits import INT32_MAX
 from occupancy.inputs.expr import Expr, ExprError, array_operands, check_names, parse
 from occupancy.inputs.files import YamlDoc, read_yaml
 from occupancy.inputs.manifest.keys import (
+    TOLERANCE_HINT,
     TRITON,
     EntryError,
     ManifestError,
@@ -29,6 +30,7 @@ from occupancy.inputs.manifest.keys import (
     entry_kind,
     fraction,
     keys_of,
+    relative_tolerance,
     unknown_key,
 )
 from occupancy.inputs.safety import inert, is_name
@@ -267,15 +269,10 @@ class _Entry:
         return x, None
 
     def tolerance(self) -> float:
-        tol = self.e.get("tolerance", 1e-3)
-        if isinstance(tol, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
-            try:
-                tol = float(tol)
-            except ValueError:
-                pass
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
-            raise self.fail("tolerance", "is a relative error between 0 and 1, e.g. 1e-3")
-        return float(tol)
+        tol = relative_tolerance(self.e.get("tolerance", 1e-3))
+        if tol is None:
+            raise self.fail("tolerance", TOLERANCE_HINT)
+        return tol
 
     def signature(self) -> dict[str, str]:
         raw = self.e.get("signature")
