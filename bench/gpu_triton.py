@@ -19,7 +19,7 @@ the kernel and a fresh Triton cache, its kept configs compiled in parallel. Wall
 and best time of each, the full run's time of every config, and the best of the
 predicted top k for k = 1..128 from those times.
 
-Run: python bench/gpu_triton.py OUT_DIR [--quick] [--only=ACB]. Needs torch and triton
+Run: python bench/gpu_triton.py OUT_DIR [--quick] [--only=ACB] [--moe=M,N,K ...]. Needs torch and triton
 (3.6 on the H200); CuPy optional (the live device's properties; else the h200 profile).
 Part C: the hook inside triton.autotune itself, on the matmul.
 """
@@ -382,8 +382,17 @@ def _top_k_curve(order: list, timings: dict, best: float) -> dict:
     return out
 
 
-def part_b(dev, cc: str, out: Path, top_k: int = 32) -> dict:  # type: ignore[no-untyped-def]
-    E, N, K, top, M = 8, 14336, 4096, 2, 256
+def moe_shapes() -> list[tuple[int, int, int]]:
+    """--moe=M,N,K (repeatable): the problems part B tunes; M=256, N=14336, K=4096 if none.
+    The rank model's causes were found on that one; other shapes are data it never saw."""
+    got = [tuple(int(x) for x in a.split("=", 1)[1].split(",")) for a in sys.argv
+           if a.startswith("--moe=")]
+    return [g for g in got if len(g) == 3] or [(256, 14336, 4096)]  # type: ignore[misc]
+
+
+def part_b(dev, cc: str, out: Path, shape: tuple[int, int, int],  # type: ignore[no-untyped-def]
+           top_k: int = 32) -> dict:
+    (M, N, K), E, top = shape, 8, 2
     p = MoeProblem(M=M, N=N, K=K, E=E, top_k=top, seed=1)
     configs = vllm_space()[::8] if QUICK else vllm_space()
     full_ref, hook_ref = _copy_kernel("full"), _copy_kernel("hook")
@@ -405,7 +414,8 @@ def part_b(dev, cc: str, out: Path, top_k: int = 32) -> dict:  # type: ignore[no
     row = device_row(kernels, dev, [M], gemm_predictor(N, K, E, top))
     table = build_table("fused_moe_kernel", triton.__version__, "M", {dev.key: row})
     rank_s = time.perf_counter() - t1
-    (out / "triton-moe-table.json").write_text(json.dumps(table, indent=1))
+    tag = "" if shape == (256, 14336, 4096) else f"-M{M}-N{N}-K{K}"
+    (out / f"triton-moe-table{tag}.json").write_text(json.dumps(table, indent=1))
     # full autotuning: every config (compiles are Triton cache hits of the parallel step)
     full = tune(full_ref, configs, p)
     full["wall_s_with_parallel_compile"] = round(full["wall_s"] + compile_s, 2)
@@ -443,7 +453,7 @@ def part_b(dev, cc: str, out: Path, top_k: int = 32) -> dict:  # type: ignore[no
                                                              full["best_ms"]),
            "table_says_fit_but_failed": [k for k in order if full["timings_ms"].get(k) == math.inf],
            "table_says_no_but_ran": [k for k in finite if k not in order]}
-    (out / "triton-moe-prune.json").write_text(json.dumps(res, indent=1, default=str))
+    (out / f"triton-moe-prune{tag}.json").write_text(json.dumps(res, indent=1, default=str))
     return res
 
 
@@ -497,11 +507,12 @@ def main() -> None:
     if "C" in parts:
         summary["part_c"] = part_c(dev, cc)
         print("part C", json.dumps(summary["part_c"]))
-    if "B" in parts:
-        b = part_b(dev, cc, out)
-        summary["part_b"] = {k: v for k, v in b.items() if k not in ("full", "hook")}
+    for shape in moe_shapes() if "B" in parts else []:
+        b = part_b(dev, cc, out, shape)
+        name = "part_b" if shape == (256, 14336, 4096) else "part_b_M{}_N{}_K{}".format(*shape)
+        summary[name] = {k: v for k, v in b.items() if k not in ("full", "hook")}
         for run in ("full", "hook"):
-            summary["part_b"][run] = {k: v for k, v in b[run].items() if k != "timings_ms"}
+            summary[name][run] = {k: v for k, v in b[run].items() if k != "timings_ms"}
     summary["total_s"] = round(time.perf_counter() - t0, 1)
     (out / "triton-summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print(json.dumps(summary, indent=1, default=str))
