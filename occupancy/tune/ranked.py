@@ -20,7 +20,14 @@ from occupancy.core.words import limiters, pct
 from occupancy.inputs.manifest.tuning import TuneSpec
 from occupancy.inputs.safety import inert
 from occupancy.tune.leaders import describe, leaders
-from occupancy.tune.model import MEASURED_ON, MODEL_ERROR, ROOF_NAMES, Prediction
+from occupancy.tune.model import (
+    MEASURED_ON,
+    MEMORY_ROOFS,
+    MODEL_ERROR,
+    RESOLUTION,
+    ROOF_NAMES,
+    Prediction,
+)
 from occupancy.tune.shipped import Candidate, Counts
 
 # the registers of a shipped candidate no compiler here can build (tune/handcounts.py)
@@ -120,6 +127,7 @@ def order(spec: TuneSpec, dev: Device, out: Sequence[Ranked], restricted_out: in
         notes.append("no 'work:' given: ranked by occupancy only; add work: {flops, dram_bytes} "
                      "for predicted times")
         ok.sort(key=lambda r: -(r.occupancy.occupancy if r.occupancy else 0))
+    ok = _most_resident_first(ok)
     ties: tuple[Ranked, ...] = ()
     if ok and ok[0].prediction:
         best = ok[0].prediction.predicted_ms
@@ -131,6 +139,24 @@ def order(spec: TuneSpec, dev: Device, out: Sequence[Ranked], restricted_out: in
                       tuple(findings(ok)), family)
 
 
+def _occupancy(r: Ranked) -> float:
+    return r.occupancy.occupancy if r.occupancy else 0.0
+
+
+def _most_resident_first(ok: list[Ranked]) -> list[Ranked]:
+    """Where the fastest predicted point is bound by a bandwidth roof: of the points
+    predicted within RESOLUTION of it (the same prediction, as far as a measurement can
+    tell), the one with the highest occupancy goes first; the rest keep their order."""
+    if len(ok) < 2 or ok[0].prediction is None or ok[0].prediction.bound not in MEMORY_ROOFS:
+        return ok
+    edge = ok[0].prediction.predicted_ms * (1 + RESOLUTION)
+    same = [r for r in ok if r.prediction and r.prediction.predicted_ms <= edge]
+    pick = max(same, key=_occupancy)  # the first of the highest: the fastest predicted
+    if _occupancy(pick) <= _occupancy(ok[0]):
+        return ok
+    return [pick, *(r for r in ok if r is not pick)]
+
+
 def reasons(best: Ranked, ok: Sequence[Ranked], ties: Sequence[Ranked]) -> list[str]:
     """Why the pick: its time and roof, the tie or the margin over the runner-up, its
     occupancy and limiter, and (hand counts) the loads it saves and its bank conflicts."""
@@ -139,6 +165,13 @@ def reasons(best: Ranked, ok: Sequence[Ranked], ties: Sequence[Ranked]) -> list[
     out = [f"{best.label}: predicted {p.predicted_ms:.3f} ms, bound by {ROOF_NAMES[p.bound]}"
            if p else f"{best.label}: the highest occupancy (no predicted time)"]
     timed = [r for r in ok if r is not best and r.prediction]
+    quicker = [r for r in timed if p and r.prediction and r.prediction.predicted_ms < p.predicted_ms]
+    if p and quicker and quicker[0].prediction:
+        q, qp = quicker[0], quicker[0].prediction
+        out.append(f"{q.label} is predicted {p.predicted_ms / qp.predicted_ms - 1:.1%} "
+                   f"faster, closer than a measurement tells apart ({RESOLUTION:.0%}); this "
+                   f"one keeps more threads resident ({pct(occ.occupancy)} vs "
+                   f"{pct(_occupancy(q))})")
     if p and ties:
         others = ", ".join(f"{r.label} ({_ratio(r, p):.2f}x)" for r in ties if r is not best)
         out.append(f"a tie with {others}, within the model's error ({MODEL_ERROR:.0%}): "
