@@ -98,7 +98,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     before = session.config.stash.get(_TREE_BEFORE, None)
     if before is None:  # an xdist worker: the controller checks once, after all of them
         return
-    wrote = tree_guard.changes(before, tree_guard.snapshot(REPO), tree_guard.allowed_writes())
+    allowed = tree_guard.allowed_writes(REPO, session.config.option.basetemp,
+                                        os.environ.get("OCCUPANCY_CACHE_DIR"))
+    wrote = tree_guard.changes(before, tree_guard.snapshot(REPO), allowed)
     if wrote:
         session.config.stash[_TREE_WRITES] = wrote
         if session.exitstatus == pytest.ExitCode.OK:

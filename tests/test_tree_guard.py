@@ -67,11 +67,15 @@ def test_a_file_written_and_removed_again_is_seen_a_new_cache_is_not(tmp_path: P
         "added kernels/new/", "wrote and removed a file in tests/fixtures/project/"]
 
 
-def test_only_golden_regeneration_may_write(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_what_a_session_may_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Golden files under OCCUPANCY_REGEN=1; scratch folders it was given inside the tree."""
     monkeypatch.delenv("OCCUPANCY_REGEN", raising=False)
-    assert tree_guard.allowed_writes() == ()
+    assert tree_guard.allowed_writes(tmp_path) == ()
+    assert tree_guard.allowed_writes(tmp_path, None, "/elsewhere/cache", tmp_path.parent / "x",
+                                     tmp_path) == ()
     monkeypatch.setenv("OCCUPANCY_REGEN", "1")
-    assert tree_guard.allowed_writes() == ("tests/golden/",)
+    assert tree_guard.allowed_writes(tmp_path, tmp_path / "scratch", str(tmp_path / "c") + "/") \
+        == ("tests/golden/", "scratch/", "c/")
 
 
 def test_the_hooks_fail_the_session_in_the_controller_only(
@@ -80,8 +84,9 @@ def test_the_hooks_fail_the_session_in_the_controller_only(
 
     monkeypatch.setattr(conftest, "REPO", tmp_path)
     _tree(tmp_path)
-    worker = SimpleNamespace(stash=pytest.Stash(), workerinput={"workerid": "gw0"})
-    controller = SimpleNamespace(stash=pytest.Stash())
+    option = SimpleNamespace(basetemp=None)
+    worker = SimpleNamespace(stash=pytest.Stash(), option=option, workerinput={"workerid": "gw0"})
+    controller = SimpleNamespace(stash=pytest.Stash(), option=option)
     for config in (worker, controller):
         conftest.pytest_configure(config)  # type: ignore[arg-type]
     (tmp_path / "kernels" / "stray.yaml").write_text("written by a test")

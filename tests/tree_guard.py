@@ -82,9 +82,18 @@ def changes(before: Snapshot, after: Snapshot, allowed: tuple[str, ...] = ()) ->
     return out
 
 
-def allowed_writes() -> tuple[str, ...]:
-    """What a session may rewrite on purpose: the JSON goldens under OCCUPANCY_REGEN=1."""
-    return ("tests/golden/",) if os.environ.get("OCCUPANCY_REGEN") else ()
+def allowed_writes(root: Path, *scratch: str | os.PathLike[str] | None) -> tuple[str, ...]:
+    """What a session may write on purpose: the JSON goldens under OCCUPANCY_REGEN=1, and
+    the scratch folders it was told to use (--basetemp, OCCUPANCY_CACHE_DIR) where they
+    lie inside the tree."""
+    out = ["tests/golden/"] if os.environ.get("OCCUPANCY_REGEN") else []
+    for s in scratch:
+        if not s:
+            continue
+        rel = os.path.relpath(os.path.abspath(s), root).replace(os.sep, "/")
+        if rel != "." and not rel.startswith("../"):
+            out.append(rel.rstrip("/") + "/")
+    return tuple(out)
 
 
 def is_controller(config: object) -> bool:
