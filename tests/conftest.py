@@ -1,4 +1,5 @@
-"""Shared fixtures: the cuda_occupancy.h oracle compiled with g++ at test time."""
+"""Shared fixtures: the cuda_occupancy.h oracle compiled with g++ at test time; a private
+build cache per session; and the check that no test wrote into the checked-in tree."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from occupancy import Device
+from tests import tree_guard
 
 HEADER_DIRS = [os.environ.get("CUDA_HOME", "/usr/local/cuda") + "/include", "/usr/local/cuda/include"]
 INT_MAX = 2**31 - 1
@@ -78,3 +80,39 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Oracle:
     subprocess.run([gxx, "-O1", "-std=c++14", f"-I{include}", str(src), "-o", str(exe)],
                    check=True)
     return Oracle(exe)
+
+
+# --- no test writes into the checked-in tree (tests/tree_guard.py) --------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+_TREE_BEFORE = pytest.StashKey[tree_guard.Snapshot]()
+_TREE_WRITES = pytest.StashKey[list[str]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if tree_guard.is_controller(config):
+        config.stash[_TREE_BEFORE] = tree_guard.snapshot(REPO)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_TREE_BEFORE, None)
+    if before is None:  # an xdist worker: the controller checks once, after all of them
+        return
+    allowed = tree_guard.allowed_writes(REPO, session.config.option.basetemp,
+                                        os.environ.get("OCCUPANCY_CACHE_DIR"))
+    wrote = tree_guard.changes(before, tree_guard.snapshot(REPO), allowed)
+    if wrote:
+        session.config.stash[_TREE_WRITES] = wrote
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    wrote = config.stash.get(_TREE_WRITES, [])
+    if wrote:
+        terminalreporter.section("tests wrote into the checked-in tree", sep="=", red=True)
+        for line in wrote:
+            terminalreporter.line(line)
+        terminalreporter.line("Write under tmp_path: copy the fixture there, or write a manifest "
+                              "there that points at it.")

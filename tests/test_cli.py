@@ -198,3 +198,67 @@ def test_measure_without_a_gpu_is_a_hint() -> None:
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.strip() == ("Error: measure needs CuPy and an NVIDIA GPU: "
                                 "pip install 'occupancy[gpu]'")
+
+
+# Names as they come: llm.c's kernels and C++ templates (the last longer than a terminal line).
+_LONG_NAMES = ["fused_classifier_kernel5", "matmul_backward_bias_kernel7",
+               "layernorm_forward_kernel6", "softmax_autoregressive_backward_kernel8",
+               "cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<float, int>, "
+               "false>",
+               "flash::flash_fwd_splitkv_kernel<flash::Flash_fwd_kernel_traits<128, 64, 128, 4, "
+               "false, cutlass::half_t>, true, false>"]
+
+
+def _listed() -> list:  # type: ignore[type-arg]
+    from occupancy.build.resolve import ListedKernel
+    from occupancy.build.resources import KernelResources
+
+    path = "/home/someone/src/llm.c/dev/cuda/" + "a_rather_long_folder_name/" * 2 + "train.cu"
+    return [ListedKernel(path, arch, KernelResources(
+                f"_Z{i}k", 40 + i, 49152, 1, 16, 0, 0, 256 if i % 2 else None, "nvcc 13.0",
+                demangled=f"void {name}(float*, int)"))
+            for i, name in enumerate(_LONG_NAMES) for arch in ("sm_90a", "sm_80")]
+
+
+def test_resources_keeps_kernel_names_whole_at_80_columns() -> None:
+    """`resources` at 80 columns: every kernel name whole on a line of its own (a table
+    column cut them to 'layernorm…'); the numbers per arch under it; nothing wider than 80.
+    A name longer than the line is still all there, wrapped."""
+    from occupancy.output.answers import Listing
+    from occupancy.output.emit import render_text, to_view
+
+    text = render_text(to_view(Listing(_listed())), width=80)
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines), text
+    assert "…" not in text
+    for name in _LONG_NAMES:
+        if len(name) < 79:
+            assert name in [line.strip() for line in lines], (name, text)
+        else:
+            assert "".join(name.split()) in "".join(text.split()), (name, text)
+    first = [line.strip() for line in lines].index(_LONG_NAMES[1])
+    assert lines[first + 1].split() == ["sm_90a", "41", "49,152", "16", "0", "256"]
+    assert lines[first + 2].split()[:2] == ["sm_80", "41"]
+
+
+def test_resources_cli_names_whole_at_80_columns(tmp_path: Path) -> None:
+    """The command end to end (a ptxas log, COLUMNS=80): each name the JSON lists is on a
+    line of the text output whole."""
+    log = tmp_path / "build.log"
+    log.write_text("".join(
+        f"ptxas info    : Compiling entry function '{m}' for 'sm_80'\n"
+        f"ptxas info    : Function properties for {m}\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 30 registers, used 0 barriers, 360 bytes cmem[0]\n"
+        for m in ("_Z58fused_classifier_kernel5_with_a_rather_long_name_from_llmcPf",
+                  "_ZN5flash24flash_fwd_combine_kernelINS_6TraitsILi128ELi64ELb1EEELb0EEEvPf")))
+    from occupancy.build.names import qualified_name
+
+    rows = json.loads(run("resources", str(log), "--arch", "sm_80", "--json").stdout)
+    r = run("resources", str(log), "--arch", "sm_80", env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    lines = [line.strip() for line in r.stdout.splitlines()]
+    assert all(len(line) <= 80 for line in r.stdout.splitlines())
+    assert len(rows) == 2
+    for row in rows:
+        assert qualified_name(row["function"]) in lines, r.stdout

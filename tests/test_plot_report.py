@@ -211,3 +211,45 @@ def test_report_tiles_a_manifest_entry(tmp_path: Path) -> None:
     assert pick is not None and pick.label in text
     bad = run("report", "-d", "h200", "--kernel", "transpose", "-o", "x.md", cwd=tmp_path)
     assert bad.exit_code == 2 and bad.output.startswith("Error: --kernel NAME goes with --tile")
+
+
+def test_every_regs_option_has_one_default_and_says_what_0_means() -> None:
+    """-r defaults to the same count in every command (calc and best had 0, plot and report
+    32), the one the core's solve defaults to, and --help says what 0 means."""
+    import inspect
+
+    import click
+
+    from occupancy.core.limits import DEFAULT_REGISTERS_PER_THREAD
+    from occupancy.core.solver import solve
+
+    assert inspect.signature(solve).parameters["registers_per_thread"].default == 0
+    assert DEFAULT_REGISTERS_PER_THREAD == 0
+    with_regs = {}
+    for name, cmd in main.commands.items():
+        for p in cmd.params:
+            if isinstance(p, click.Option) and "-r" in p.opts:
+                with_regs[name] = p
+    assert {"calc", "best", "plot", "report"} <= set(with_regs)
+    for name, p in with_regs.items():
+        assert p.name == "regs" and p.default == DEFAULT_REGISTERS_PER_THREAD, name
+        assert "0: not counted" in (p.help or ""), name
+
+
+def test_report_without_regs_agrees_with_calc_and_its_own_check_table(tmp_path: Path) -> None:
+    """No -r: the report's launch is the one calc answers for (not 32 registers of its own)
+    and the check table's row for the same launch says the same; its launch line says the
+    registers were not counted. On Fermi 32 registers would cut 6 blocks to 4."""
+    (tmp_path / "m.yaml").write_text(
+        "devices: [m2050]\nkernels:\n  - {name: same, block: 256, registers: 0}\n")
+    res = run("report", "-d", "m2050", "-t", "256", "--check", "m.yaml", "-o", "r.md",
+              cwd=tmp_path)
+    assert res.exit_code == 0, res.output
+    text = (tmp_path / "r.md").read_text()
+    calc = json.loads(run("calc", "-d", "m2050", "-t", "256", "--json").stdout)
+    assert calc["active_blocks_per_sm"] == 6
+    device_row = next(line for line in text.splitlines() if line.startswith("| NVIDIA Tesla M2050"))
+    check_row = next(line for line in text.splitlines() if line.startswith("| same |"))
+    assert device_row.split(" | ")[2] == "6" and "| 100% |" in device_row
+    assert check_row.split(" | ")[4] == "6" and "| 100% |" in check_row
+    assert "registers not counted (-r 0)" in text

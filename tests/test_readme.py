@@ -25,3 +25,12 @@ def test_ci_runs_the_readme_commands() -> None:
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     for cmd in _readme_commands():
         assert cmd in ci, cmd
+
+
+def test_the_test_command_states_its_expected_time() -> None:
+    """The line after the two commands says how long the second one takes, and on how
+    many cores (the number is measured, bench/; the wording stays)."""
+    text = (ROOT / "README.md").read_text()
+    after = text.split("\n## ", 1)[0].rsplit("```", 1)[1]
+    said = " ".join(after.split())
+    assert re.search(r"runs the tests \(about \d+(\.\d+)? (minutes|seconds) on \d+ cores", said), said

@@ -79,6 +79,27 @@ def _verdicts(manifest: Path) -> list:  # type: ignore[type-arg]
     return evaluate(load_manifest(manifest), CheckResolver())
 
 
+def _beside_project(tmp_path: Path, text: str, name: str = "launches.yaml") -> Path:
+    """A variant of the project's manifest written in tmp_path, never into the checked-in
+    fixture: its relative paths (include_dirs, source, link) made absolute, so it builds
+    exactly what the fixture's own manifest builds (the same cache entries)."""
+    import yaml
+
+    def absolute(path: str) -> str:
+        return path if os.path.isabs(path) else str(PROJECT / path)
+
+    doc = yaml.safe_load(text)
+    for entry in [doc, *doc["kernels"]]:
+        for key in ("include_dirs", "link"):
+            if key in entry:
+                entry[key] = [absolute(d) for d in entry[key]]
+        if "source" in entry:
+            entry["source"] = absolute(entry["source"])
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return p
+
+
 def test_project_equals_ptxas_on_four_architectures() -> None:
     _need(nvcc_path(), "nvcc")
     _need(nvrtc_compiler(), "NVRTC and ptxas 12.9 (the compiler extra)")
@@ -107,27 +128,20 @@ def test_typed_defines_and_the_header_beside_the_source(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
     text = (PROJECT / "launches.yaml").read_text()
     for value, smem in (("true", 16384), ("false", 1024), ("0", 1024), ("2", 16384)):
-        p = PROJECT / f".typed-{value}.yaml"
-        p.write_text(text.replace("{USE_BIG_TILE: true}", f"{{USE_BIG_TILE: {value}}}")
-                     .replace("[gtx1080, v100, a100, h100]", "[a100]"))
-        try:
-            (v,) = [x for x in _verdicts(p) if x.kernel == "staged_big"]
-        finally:
-            p.unlink()
+        p = _beside_project(tmp_path, text.replace("{USE_BIG_TILE: true}", f"{{USE_BIG_TILE: {value}}}")
+                            .replace("[gtx1080, v100, a100, h100]", "[a100]"), f"typed-{value}.yaml")
+        (v,) = [x for x in _verdicts(p) if x.kernel == "staged_big"]
         assert v.resources and v.resources.static_shared_memory == smem, value
 
 
-def test_extern_device_call_needs_rdc_and_the_error_names_path_kernel_device() -> None:
+def test_extern_device_call_needs_rdc_and_the_error_names_path_kernel_device(
+        tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
-    p = PROJECT / ".nordc.yaml"
-    p.write_text((PROJECT / "launches.yaml").read_text().replace("-rdc=true, ", "")
-                 .replace("    link: [src/helper.cu]\n", "")
-                 .replace("[gtx1080, v100, a100, h100]", "[a100]"))
-    try:
-        verdicts = _verdicts(p)
-        r = CliRunner().invoke(main, ["check", str(p), "--format", "github"])
-    finally:
-        p.unlink()
+    p = _beside_project(tmp_path, (PROJECT / "launches.yaml").read_text()
+                        .replace("-rdc=true, ", "").replace("    link: [src/helper.cu]\n", "")
+                        .replace("[gtx1080, v100, a100, h100]", "[a100]"), "nordc.yaml")
+    verdicts = _verdicts(p)
+    r = CliRunner().invoke(main, ["check", str(p), "--format", "github"])
     (bad,) = [v for v in verdicts if v.kernel == "extern_call"]
     assert bad.status == "error" and "src/kernels.cu for sm_80" in bad.problems[0]
     assert "/tmp" not in bad.problems[0] and "Unresolved extern function" in bad.problems[0]
@@ -137,29 +151,21 @@ def test_extern_device_call_needs_rdc_and_the_error_names_path_kernel_device() -
 
 def test_launch_bound_from_the_compiler_refuses_a_bigger_block(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
-    p = PROJECT / ".bound.yaml"
-    p.write_text((PROJECT / "launches.yaml").read_text().replace(
+    p = _beside_project(tmp_path, (PROJECT / "launches.yaml").read_text().replace(
         "function: bounded\n    block: 128", "function: bounded\n    block: 256")
-        .replace("[gtx1080, v100, a100, h100]", "[h100]"))
-    try:
-        (v,) = [x for x in _verdicts(p) if x.kernel == "bounded"]
-    finally:
-        p.unlink()
+        .replace("[gtx1080, v100, a100, h100]", "[h100]"), "bound.yaml")
+    (v,) = [x for x in _verdicts(p) if x.kernel == "bounded"]
     assert v.status == "fail" and "launch bound of 128" in v.problems[0]
 
 
-def test_names_as_people_write_them_and_ambiguity() -> None:
+def test_names_as_people_write_them_and_ambiguity(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
-    p = PROJECT / ".names.yaml"
-    p.write_text("devices: [a100]\ninclude_dirs: [include]\nkernels:\n"
-                 "  - {name: a, source: src/kernels.cu, function: tiled_transpose, block: 256}\n"
-                 "  - {name: b, source: src/kernels.cu, function: nope, block: 256}\n"
-                 "  - {name: c, source: src/kernels.cu, function: _Z6staticPf, block: 256}\n"
-                 "  - {name: scale, source: src/kernels.cu, block: 256}\n")
-    try:
-        a, b, c, d = _verdicts(p)
-    finally:
-        p.unlink()
+    p = _beside_project(tmp_path, "devices: [a100]\ninclude_dirs: [include]\nkernels:\n"
+                        "  - {name: a, source: src/kernels.cu, function: tiled_transpose, block: 256}\n"
+                        "  - {name: b, source: src/kernels.cu, function: nope, block: 256}\n"
+                        "  - {name: c, source: src/kernels.cu, function: _Z6staticPf, block: 256}\n"
+                        "  - {name: scale, source: src/kernels.cu, block: 256}\n", "names.yaml")
+    a, b, c, d = _verdicts(p)
     assert a.status == "error" and "matches 2 kernels" in a.problems[0]
     assert "tiled_transpose<16, false>" in a.problems[0] and "tiled_transpose<32, true>" in a.problems[0]
     assert b.status == "error" and "demo::scale" in b.problems[0]

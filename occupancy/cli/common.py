@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from occupancy.core.errors import OccupancyError
+from occupancy.core.limits import DEFAULT_REGISTERS_PER_THREAD
 from occupancy.inputs.safety import INT32_MAX  # CUDA's sizes and counts are 32-bit ints
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
@@ -98,12 +99,22 @@ _NO_OPT_IN = click.option("--no-opt-in", "no_opt_in", is_flag=True,
                           help="The kernel never raises its max dynamic smem above the default.")
 
 
+def regs_option(maximum: int) -> Callable[[F], F]:
+    """-r, the same default and meaning in every command: the kernel's registers per thread,
+    0 (not counted, as cuda_occupancy.h when none are given) unless -r says otherwise.
+    maximum: 1024 where a count over the device's limit is an answer (cannot launch, and
+    why); 255, the most any GPU allows, where it is a point on the what-if curves."""
+    return click.option(
+        "--regs", "-r", type=click.IntRange(0, maximum), default=DEFAULT_REGISTERS_PER_THREAD,
+        show_default=True,
+        help="Registers per thread, from ptxas -v or cuobjdump --dump-resource-usage; "
+             "0: not counted (registers never limit).")
+
+
 def kernel_options(f: F) -> F:
     """Options that describe a kernel's resources and launch, shared by calc and best."""
     return apply_options(f, [
-        click.option("--regs", "-r", type=click.IntRange(0, 1024), default=0, show_default=True,
-                     help="Registers per thread (from ptxas -v or cuobjdump)."),
-        _SMEM, _DYN_SMEM, _CARVEOUT,
+        regs_option(1024), _SMEM, _DYN_SMEM, _CARVEOUT,
         click.option("--launch-bound", type=click.IntRange(1, INT32_MAX), default=None, metavar="THREADS",
                      help="The kernel's __launch_bounds__ max threads per block."),
         click.option("--barriers", type=click.IntRange(0, 64), default=1, show_default=True,
@@ -117,9 +128,7 @@ def launch_options(f: F) -> F:
     return apply_options(f, [
         click.option("--threads", "-t", callback=block_value, default="256", show_default=True,
                      metavar="N|XxY|XxYxZ", help="Threads per block."),
-        click.option("--regs", "-r", type=click.IntRange(0, 255), default=32, show_default=True,
-                     help="Registers per thread."),
-        _SMEM, _DYN_SMEM, _CARVEOUT, _NO_OPT_IN,
+        regs_option(255), _SMEM, _DYN_SMEM, _CARVEOUT, _NO_OPT_IN,
     ])
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from occupancy.core.clusters import max_cluster_size
 from occupancy.core.device import Device
+from occupancy.core.limits import DEFAULT_REGISTERS_PER_THREAD
 from occupancy.core.solver import (
     AvailableSmem,
     BestBlockSize,
@@ -20,7 +21,7 @@ from occupancy.core.solver import (
 
 @dataclass(frozen=True)
 class BestInputs:
-    registers_per_thread: int = 0
+    registers_per_thread: int = DEFAULT_REGISTERS_PER_THREAD
     static_shared_memory: int = 0
     dynamic_shared_memory: int = 0
     dynamic_shared_memory_per_thread: int = 0

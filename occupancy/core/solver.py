@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
-from occupancy.core.limits import INT32_MAX
+from occupancy.core.limits import DEFAULT_REGISTERS_PER_THREAD, INT32_MAX
 
 if TYPE_CHECKING:
     from occupancy.core.clusters import ClusterResult
@@ -351,7 +351,8 @@ def _cluster(dev: Device, cluster: tuple[int, int, int], active: int,
         raise OccupancyError(f"a cluster is (x, y, z) of positive integers, got {cluster!r}")
     return cluster_occupancy(dev, active, cluster, grid)
 
-def solve(dev: Device, threads_per_block: int, registers_per_thread: int = 0,
+def solve(dev: Device, threads_per_block: int,
+          registers_per_thread: int = DEFAULT_REGISTERS_PER_THREAD,
           static_shared_memory: int = 0, dynamic_shared_memory: int = 0,
           carveout: int | None = None, max_threads_per_block: int | None = None,
           block_barriers: int = 1, opt_in: bool = True,

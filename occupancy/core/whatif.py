@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from occupancy.core.device import Device
+from occupancy.core.limits import DEFAULT_REGISTERS_PER_THREAD
 from occupancy.core.solver import solve
 
 
@@ -34,7 +35,7 @@ class Config:
     """The launch the curves vary one input of."""
 
     threads_per_block: int
-    registers_per_thread: int = 0
+    registers_per_thread: int = DEFAULT_REGISTERS_PER_THREAD
     shared_memory_per_block: int = 0  # static + dynamic, bytes
     carveout: int | None = None
     opt_in: bool = True

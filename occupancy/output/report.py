@@ -172,8 +172,10 @@ def build(devices: list[Device], cfg: Config, block: tuple[int, ...],
 def _launch_line(rep: Report) -> str:
     c = rep.config
     shape = "x".join(str(b) for b in rep.block)
-    return (f"block {shape} ({c.threads_per_block} threads), {c.registers_per_thread} registers "
-            f"per thread, {c.shared_memory_per_block:,} B shared memory per block"
+    regs = (f"{c.registers_per_thread} registers per thread" if c.registers_per_thread
+            else "registers not counted (-r 0)")  # as in calc: 0 never limits
+    return (f"block {shape} ({c.threads_per_block} threads), {regs}, "
+            f"{c.shared_memory_per_block:,} B shared memory per block"
             + ("" if c.carveout is None else f", carveout {c.carveout}%")
             + ("" if c.opt_in else ", no opt-in"))
 

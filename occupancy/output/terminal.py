@@ -393,20 +393,45 @@ def plot_view(dev: Device, r: OccupancyResult, curves: tuple) -> RenderableType:
     return Group(*parts)
 
 
+_RESOURCE_HEAD = ("regs", "smem B", "stack B", "spills B", "bound")
+
+
+def _resource_cells(k: ListedKernel) -> tuple[str, ...]:
+    r = k.resources
+    return (str(r.registers_per_thread), f"{r.static_shared_memory:,}", str(r.stack_frame_bytes),
+            "?" if r.spills_unknown else str(r.spill_stores_bytes + r.spill_loads_bytes),
+            "-" if r.max_threads_per_block is None else str(r.max_threads_per_block))
+
+
 def resources_table(listed: Sequence[ListedKernel]) -> RenderableType:
+    """Per file, each kernel's name on a line of its own, whole (a C++ template name or an
+    llm.c kernel's does not fit a table column at 80 columns, and a cut name cannot be
+    pasted into a manifest), and under it one line of numbers per arch."""
     from occupancy.build.names import qualified_name
 
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col, just in (("file", "left"), ("arch", "left"), ("kernel", "left"), ("regs", "right"),
-                      ("smem B", "right"), ("stack B", "right"), ("spills B", "right"),
-                      ("bound", "right")):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    files: dict[str, dict[str, list[ListedKernel]]] = {}  # file -> kernel -> per arch, in order
     for k in listed:
-        r = k.resources
-        t.add_row(inert(k.file), k.arch, inert(qualified_name(r.demangled or r.function)),
-                  str(r.registers_per_thread),
-                  f"{r.static_shared_memory:,}", str(r.stack_frame_bytes),
-                  "?" if r.spills_unknown else str(r.spill_stores_bytes + r.spill_loads_bytes),
-                  "-" if r.max_threads_per_block is None else str(r.max_threads_per_block))
+        files.setdefault(k.file, {}).setdefault(k.resources.function, []).append(k)
+    left = max([len("kernel / arch"), *(len(k.arch) + 2 for k in listed)])
+    widths = [max([len(h), *(len(_resource_cells(k)[i]) for k in listed)])
+              for i, h in enumerate(_RESOURCE_HEAD)]
+
+    def line(first: str, cells: Sequence[str]) -> str:
+        return " " + first.ljust(left) + "".join("   " + c.rjust(w)
+                                                 for c, w in zip(cells, widths, strict=True))
+
+    head = line("kernel / arch", _RESOURCE_HEAD)
+    out = Text(overflow="fold")
+    for file, kernels in files.items():
+        out.append(inert(file) + "\n", style="bold")
+        out.append(head + "\n", style="bold")
+        out.append(" " + "\u2500" * (len(head) - 1) + "\n")
+        for per_arch in kernels.values():
+            r = per_arch[0].resources
+            out.append(" " + inert(qualified_name(r.demangled or r.function)) + "\n")
+            for k in per_arch:
+                out.append(line("  " + k.arch, _resource_cells(k)) + "\n")
+        out.append("\n")
     sources = sorted({k.resources.source for k in listed})
-    return Group(t, Text("from: " + inert(", ".join(sources))))
+    out.append("from: " + inert(", ".join(sources)))
+    return out
