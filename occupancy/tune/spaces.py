@@ -255,12 +255,18 @@ def _build_points(spec: TuneSpec, dev: Device, pts: Sequence[Point]
     builds: dict[Any, Any] = {g: build_of(g[0], sorted({p.function for p in members
                                                         if "<" in p.function}))
                               for g, members in groups.items()}
-    results = dict(zip(builds, parallel_map(compile_build, list(builds.values())), strict=True))
+    # the SASS loop mix (nvdisasm) is read by the model only, not by the hand counts
+    mix = spec.predictor != "hand_counts"
+
+    def compile_one(b: Any) -> Any:
+        return compile_build(b, loop_mix=mix)
+
+    results = dict(zip(builds, parallel_map(compile_one, list(builds.values())), strict=True))
     retry = {(g[0], fn): build_of(g[0], [fn]) for g, members in groups.items()
              if isinstance(results[g], BaseException) and len(builds[g].name_expressions) > 1
              for fn in sorted({p.function for p in members})}
     builds.update(retry)
-    results.update(zip(retry, parallel_map(compile_build, list(retry.values())), strict=True))
+    results.update(zip(retry, parallel_map(compile_one, list(retry.values())), strict=True))
     errors = [v for v in results.values() if isinstance(v, BaseException)]
     no_compiler = all(isinstance(v, CompilerUnavailable) for v in errors)
     if len(errors) == len(results) and not (spec.hand_counts and no_compiler):
