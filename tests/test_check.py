@@ -299,9 +299,18 @@ def test_cubin_shared_size_and_the_reserved_kb(tmp_path: Path) -> None:
 
 
 def test_project_manifest_passes() -> None:
+    """The project's own launch configs, on one device per way resources are found: an
+    estimate (GT200), NVRTC and ptxas 12.9 (GTX 1080), nvcc 13 (H200). All 15 devices are
+    checked by CI's dogfood step (`occupancy check kernels/launches.yaml` in .ci/run)."""
+    import dataclasses
+
     m = load_manifest(ROOT / "kernels" / "launches.yaml")
     assert len({d for k in m.kernels for d in k.devices}) == 15
-    verdicts = evaluate(m, CheckResolver())
+    few = {k: m.devices[k] for k in ("gt200", "gtx1080", "h200")}
+    kernels = tuple(dataclasses.replace(k, devices=tuple(d for d in k.devices if d in few))
+                    for k in m.kernels)
+    verdicts = evaluate(dataclasses.replace(m, devices=few, kernels=kernels), CheckResolver())
+    assert {v.device for v in verdicts} == set(few) and len(verdicts) >= 3 * 8
     assert all(v.ok for v in verdicts), [(v.kernel, v.device, v.problems) for v in verdicts if not v.ok]
 
 
