@@ -66,8 +66,9 @@ def test_builds_that_differ_in_an_unused_define_share_one_compile(
         again = [compile_build(b, loop_mix=False) for b in todo]  # every build: a cache hit
         assert len(calls) == 3 and again == got
     monkeypatch.setenv("OCCUPANCY_CACHE_DIR", str(tmp_path / "alone"))
-    alone = [compile_build(b, loop_mix=False) for b in todo]
-    assert alone == got
+    some = (0, 5, 6, 7)  # the first and last sharers, and both BIG units
+    alone = [compile_build(todo[i], loop_mix=False) for i in some]
+    assert alone == [got[i] for i in some]
 
 
 def test_a_header_one_define_includes_is_that_builds_own(tmp_path: Path) -> None:
