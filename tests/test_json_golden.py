@@ -71,7 +71,7 @@ def test_tile_json_with_a_fake_compiler(monkeypatch: pytest.MonkeyPatch) -> None
     import occupancy.build.builds as builds
     import occupancy.build.resolve  # noqa: F401 - binds the real compile_build before the patch
 
-    def fake(build: Any) -> dict[str, KernelResources]:
+    def fake(build: Any, loop_mix: bool = True) -> dict[str, KernelResources]:
         names = ["matmul_naive", "matmul_tiled", "matmul_regblock", "transpose_naive",
                  "transpose_tiled", "transpose_padded", "transpose_vec", "transpose_tall"]
         regs = 32 + 8 * sum(int(v) for _, v in build.defines) % 97

@@ -497,3 +497,20 @@ def test_sass_hottest_loop_skips_out_of_line_fallbacks() -> None:
     looped = sass.replace("/*0020*/                   FADD R8, R3, R8 ;",
                           "/*0020*/               @P2 EXIT ;")
     assert dict(sass_loop_mix(looped)["_Z1kPfS_j"])["total"] == 3
+
+
+def test_a_bad_store_fails_before_anything_compiles(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tile --store` reads the store first: a malformed one is the error, not the end of a
+    space's compiles."""
+    import occupancy.build.builds as builds
+
+    def no_compile(*a: object, **k: object) -> None:
+        raise AssertionError("compiled before the store was read")
+
+    monkeypatch.setattr(builds, "compile_build", no_compile)
+    (tmp_path / "s.json").write_text('{"entries": 3}')
+    r = run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200", "--store",
+            str(tmp_path / "s.json"))
+    assert r.exit_code == 2  # type: ignore[attr-defined]
+    assert r.stderr.startswith("Error: --store") and "compiled" not in r.stderr  # type: ignore[attr-defined]

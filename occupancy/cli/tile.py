@@ -93,6 +93,10 @@ def tile(target: str, device: tuple[str, ...], kernel: str | None, size: int,
         from occupancy.inputs.manifest.tuning import load_tuning
 
         specs = [load_tuning(target, kernel, problem_sets(sets))]
+    if store and kernel is not None:  # a bad store is an error before minutes of compiles
+        from occupancy.tune.store import read_store
+
+        read_store(store)
     caps = (max_points, max_compiles, max_instances)
     emit([_tile_one(specs, dev, caps, store, target if kernel is None else None) for dev in devs],
          fmt)
