@@ -21,7 +21,6 @@ LONG_MODULES: set[str] = set()
 LONG_FUNCTIONS = {
     "tune/shipped.py:_matmul", "tune/shipped.py:_transpose",  # the hand counts: tables of counts
     "tune/model.py:predict_work",
-    "tune/ptx_run.py:_run_warp",
 }
 
 
