@@ -20,7 +20,6 @@ PACKAGE = ROOT / "occupancy"
 LONG_MODULES: set[str] = set()
 LONG_FUNCTIONS = {
     "tune/shipped.py:_matmul", "tune/shipped.py:_transpose",  # the hand counts: tables of counts
-    "tune/model.py:predict_work",
 }
 
 
