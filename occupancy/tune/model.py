@@ -332,13 +332,53 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     Latency hiding and the combination of roofs are the same Little's-law terms as
     `predict`; independent work per thread is taken from its registers (~1 FMA in flight
     per 32 registers)."""
-    clock = dev.boost_clock_mhz * 1e6
-    sms = dev.sm_count
     warps_per_block = max(occ.warps_per_block, 1)
     mix = dict(loop_mix) if loop_mix else {}
     fma_time = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
+    runs, fp32, issue, lsu = _sass_work(dev, grid_blocks, warps_per_block, flops, fma_time, mix)
+    units = _traffic_units(traffic, grid_blocks, warps_per_block, flops)
+    scattered = 0.0
+    if units and traffic is not None:
+        lsu, ptx_issue, scattered = _ptx_work(dev, traffic, units)
+        if not runs:
+            issue = ptx_issue
+        if dram_bytes:
+            dram_bytes += reread_miss_bytes(dev, occ, grid_blocks, traffic, units)
+    dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
+            * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
+    slow = _clock_under_load(fma_time, max(fp32, issue, lsu, dram, scattered))
+    issue, lsu = issue / slow, lsu / slow
+    blocks_per_sm = min(max(occ.active_blocks_per_sm, 1), -(-grid_blocks // dev.sm_count))
+    warps = max(blocks_per_sm * warps_per_block, 1)
+    ilp = max(1, registers_per_thread // 32)
+    fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
+    mem_hiding = _work_mem_hiding(dev, occ, warps, registers_per_thread, mix, traffic, units)
+    stall = _tiled_loop_stall(mix, traffic, units, warps_per_block, blocks_per_sm)
+    busy = min(dev.sm_count, grid_blocks) / dev.sm_count
+    roofs = {"fp32": max(fp32, issue) * stall / busy / fma_hiding,
+             "lsu": lsu * stall / busy / fma_hiding,
+             "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered,
+             "latency": _warp_path(dev, occ, grid_blocks, mix, traffic),
+             "atomics": contended_atomic_seconds(traffic, units)}
+    roofs["blocks"] = block_launch_seconds(dev, grid_blocks)
+    seconds, wave_eff = _work_seconds(dev, occ, grid_blocks, roofs)
+    bound = max(roofs, key=lambda r: roofs[r])
+    return Prediction(seconds * 1e3 + LAUNCH_OVERHEAD_MS, bound,
+                      {r: v * 1e3 for r, v in roofs.items()},
+                      fma_hiding if bound in ("fp32", "lsu") else mem_hiding, wave_eff,
+                      dram_bytes, 0.0, flops / dram_bytes if dram_bytes else 0.0)
+
+
+def _sass_work(dev: Device, grid_blocks: int, warps_per_block: int, flops: float,
+               fma_time: float, mix: dict[str, int]) -> tuple[float, float, float, float]:
+    """The issue side from the SASS of the hottest loop: how many times it runs warp-wide
+    (the declared FLOPs over its FFMAs; a straight-line kernel once a warp; else 0), and the
+    FP32, issue and load/store seconds of those runs. FP32 is at least `fma_time`, the
+    declared FLOPs at the sustained peak; the others are 0 where the loop does not run."""
+    clock = dev.boost_clock_mhz * 1e6
+    sms = dev.sm_count
     fp32 = fma_time
-    issue = lsu = scattered = 0.0
+    issue = lsu = 0.0
     runs = 0.0
     if flops and mix.get("ffma"):
         runs = flops / 2 / dev.warp_size / mix["ffma"]  # executions of the loop, warp-wide
@@ -351,80 +391,105 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
         wavefronts = (mix["lds_wavefronts"] + mix["sts_wavefronts"]
                       + GLOBAL_LOAD_COST * mix["ldg"] + mix["stg"] + BARRIER_COST * mix["bar"])
         lsu = runs * wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
-    units = 0.0
-    if traffic is not None:
-        if traffic.complete:
-            units = float(grid_blocks * warps_per_block)
-        elif flops and traffic.flops:
-            units = flops / traffic.flops
+    return runs, fp32, issue, lsu
+
+
+def _traffic_units(traffic: Traffic | None, grid_blocks: int, warps_per_block: int,
+                   flops: float) -> float:
+    """How many times the warp's traffic happens in the grid: once a warp for a whole run,
+    the declared FLOPs over an iteration's FLOPs for a loop iteration; 0 where neither
+    says (no traffic, or an iteration without declared FLOPs)."""
+    if traffic is None:
+        return 0.0
+    if traffic.complete:
+        return float(grid_blocks * warps_per_block)
+    if flops and traffic.flops:
+        return flops / traffic.flops
+    return 0.0
+
+
+def _ptx_work(dev: Device, t: Traffic, units: float) -> tuple[float, float, float]:
+    """The load/store, issue and scattered-store seconds of `units` times the warp's traffic
+    on the PTX: shared wavefronts with their conflicts, one wavefront per global line,
+    barriers; its warp instructions; its partial-sector stores."""
+    clock = dev.boost_clock_mhz * 1e6
+    sms = dev.sm_count
+    wavefronts = (t.shared_wavefronts + GLOBAL_LINE_COST * t.global_load_lines
+                  + t.global_store_lines + BARRIER_COST * t.barriers)
+    lsu = units * wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
+    issue = units * t.steps / (sms * SCHEDULERS_PER_SM * clock)
+    scattered = units * t.partial_store_sectors / (
+        sms * dev.boost_clock_mhz * 1e6 * PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM)
+    return lsu, issue, scattered
+
+
+def _clock_under_load(fma_time: float, busiest: float) -> float:
+    """The share of the boost clock that issue and load/store work run at. The SM's clock
+    drops under FMA load (FP32_EFFICIENCY holds that drop at a full FFMA pipe): they slow
+    with it in proportion to the FFMA pipe's share of the time (`busiest`: the largest
+    roof); a kernel without FLOPs runs at the boost clock."""
+    return 1 - (1 - CLOCK_UNDER_LOAD) * (min(1.0, fma_time / busiest) if busiest else 0.0)
+
+
+def _work_mem_hiding(dev: Device, occ: OccupancyResult, warps: int, registers_per_thread: int,
+                     mix: dict[str, int], traffic: Traffic | None, units: float) -> float:
+    """How much of the DRAM latency the SM's resident `warps` hide (1 - e^-x, Little's law).
+    Bytes a warp has in flight: the global loads its hot code issues before it needs
+    them (a straight-line tile load issues them all), else one line per 32 registers;
+    capped by the L1 lines they hold."""
     per_warp_bytes = 128.0 * (mix["ldg"] if mix.get("ldg") else max(1, registers_per_thread // 32))
-    if units and traffic is not None:
-        t = traffic
-        wavefronts = (t.shared_wavefronts + GLOBAL_LINE_COST * t.global_load_lines
-                      + t.global_store_lines + BARRIER_COST * t.barriers)
-        lsu = units * wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
-        if not runs:
-            issue = units * t.steps / (sms * SCHEDULERS_PER_SM * clock)
-        scattered = units * t.partial_store_sectors / (
-            sms * dev.boost_clock_mhz * 1e6 * PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM)
-        if t.global_loads:
-            # a warp has in flight the loads it issues before it first needs one of them:
-            # the SASS's batches (the compiler may keep a tile load to a few registers)
-            per_warp_bytes = t.load_bytes / t.global_loads * _loads_per_batch(mix, t)
-    if units and traffic is not None and dram_bytes:
-        dram_bytes += reread_miss_bytes(dev, occ, grid_blocks, traffic, units)
-    dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
-            * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
-    # The SM's clock drops under FMA load (FP32_EFFICIENCY holds that drop at a full FFMA
-    # pipe): issue and load/store work slow with it in proportion to the FFMA pipe's share
-    # of the time; a kernel without FLOPs runs at the boost clock.
-    busiest = max(fp32, issue, lsu, dram, scattered)
-    slow = 1 - (1 - CLOCK_UNDER_LOAD) * (min(1.0, fma_time / busiest) if busiest else 0.0)
-    issue, lsu = issue / slow, lsu / slow
-    blocks_per_sm = min(max(occ.active_blocks_per_sm, 1), -(-grid_blocks // sms))
-    warps = max(blocks_per_sm * warps_per_block, 1)
-    ilp = max(1, registers_per_thread // 32)
-    fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
-    # Bytes a warp has in flight: the global loads its hot code issues before it needs
-    # them (a straight-line tile load issues them all), else one line per 32 registers.
+    if units and traffic is not None and traffic.global_loads:
+        # a warp has in flight the loads it issues before it first needs one of them:
+        # the SASS's batches (the compiler may keep a tile load to a few registers)
+        per_warp_bytes = traffic.load_bytes / traffic.global_loads * _loads_per_batch(mix, traffic)
     lines, useful = 1.0, 128.0
     if traffic is not None and traffic.global_loads:
         lines = traffic.global_load_lines / traffic.global_loads
         useful = traffic.load_bytes / traffic.global_loads
     in_flight = loads_in_flight(warps * per_warp_bytes, l1_for_loads(dev, occ), lines, useful)
-    need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / (dev.boost_clock_mhz * 1e6) * WORK_DRAM_LATENCY_CLOCKS
-    mem_hiding = 1 - math.exp(-in_flight / need_dram)
-    busy = min(sms, grid_blocks) / sms
-    # A loop that loads from global memory and waits at a barrier before using the data
-    # (the tiled pattern) exposes the load latency once per iteration, less the time the
-    # block's warps spend issuing the instructions between a load and its first use (a
-    # prefetch into registers for the next tile hides it all), unless the SM's other
-    # resident blocks compute meanwhile: an iteration of one block takes its compute plus
-    # what is exposed, and B blocks overlap B computes with it.
-    stall = 1.0
+    need_dram = (dev.dram_bandwidth_gb_s * 1e9 / dev.sm_count / (dev.boost_clock_mhz * 1e6)
+                 * WORK_DRAM_LATENCY_CLOCKS)
+    return 1 - math.exp(-in_flight / need_dram)
+
+
+def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float,
+                      warps_per_block: int, blocks_per_sm: int) -> float:
+    """The factor the issue-side roofs grow by where a loop loads from global memory and
+    waits at a barrier before using the data (the tiled pattern); 1 elsewhere.
+
+    Such a loop exposes the load latency once per iteration, less the time the block's
+    warps spend issuing the instructions between a load and its first use (a prefetch into
+    registers for the next tile hides it all), unless the SM's other resident blocks
+    compute meanwhile: an iteration of one block takes its compute plus what is exposed,
+    and B blocks overlap B computes with it."""
     inner = bool(units and traffic is not None and not traffic.complete
                  and not (traffic.global_loads and traffic.barriers))
-    if mix.get("loop") and mix.get("ldg") and mix.get("bar") and not inner:
-        iteration = max(mix["total"] * warps_per_block / SCHEDULERS_PER_SM,
-                        (mix["lds_wavefronts"] + mix["sts_wavefronts"]) * warps_per_block, 1.0)
-        if units and traffic is not None and not traffic.complete:
-            iteration = max(traffic.steps * warps_per_block / SCHEDULERS_PER_SM,
-                            traffic.shared_wavefronts * warps_per_block, 1.0)
-        # the instructions that run, from the PTX run (a static count also sees branches
-        # that never run, such as a kernel's scalar fallback for odd sizes), else the SASS
-        covered = traffic.cover if units and traffic is not None and traffic.covered_loads \
-            else mix.get("ldg_cover", 0)
-        cover = covered * warps_per_block / SCHEDULERS_PER_SM
-        exposed = max(0.0, DRAM_LATENCY_CLOCKS - cover)
-        # each block waits a fraction f of its time; the SM idles only when all B resident
-        # blocks wait at once (f^B, blocks drifting independently of each other)
-        waiting = exposed / (iteration + exposed)
-        stall = 1 / (1 - waiting ** blocks_per_sm) if waiting < 1 else 1.0
-    roofs = {"fp32": max(fp32, issue) * stall / busy / fma_hiding,
-             "lsu": lsu * stall / busy / fma_hiding,
-             "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered,
-             "latency": _warp_path(dev, occ, grid_blocks, mix, traffic),
-             "atomics": contended_atomic_seconds(traffic, units)}
+    if not (mix.get("loop") and mix.get("ldg") and mix.get("bar") and not inner):
+        return 1.0
+    iteration = max(mix["total"] * warps_per_block / SCHEDULERS_PER_SM,
+                    (mix["lds_wavefronts"] + mix["sts_wavefronts"]) * warps_per_block, 1.0)
+    if units and traffic is not None and not traffic.complete:
+        iteration = max(traffic.steps * warps_per_block / SCHEDULERS_PER_SM,
+                        traffic.shared_wavefronts * warps_per_block, 1.0)
+    # the instructions that run, from the PTX run (a static count also sees branches
+    # that never run, such as a kernel's scalar fallback for odd sizes), else the SASS
+    covered = traffic.cover if units and traffic is not None and traffic.covered_loads \
+        else mix.get("ldg_cover", 0)
+    cover = covered * warps_per_block / SCHEDULERS_PER_SM
+    exposed = max(0.0, DRAM_LATENCY_CLOCKS - cover)
+    # each block waits a fraction f of its time; the SM idles only when all B resident
+    # blocks wait at once (f^B, blocks drifting independently of each other)
+    waiting = exposed / (iteration + exposed)
+    return 1 / (1 - waiting ** blocks_per_sm) if waiting < 1 else 1.0
+
+
+def _work_seconds(dev: Device, occ: OccupancyResult, grid_blocks: int,
+                  roofs: dict[str, float]) -> tuple[float, float]:
+    """The kernel's seconds from its roofs, and the tail's efficiency (1 where there is none).
+    The issue side's two roofs overlap (ISSUE_LSU_OVERLAP), the memory side is its largest
+    roof, and the two sides overlap (OVERLAP); the block scheduler and one warp's path are
+    floors."""
+    sms = dev.sm_count
     hi_c, lo_c = max(roofs["fp32"], roofs["lsu"]), min(roofs["fp32"], roofs["lsu"])
     compute = hi_c + ISSUE_LSU_OVERLAP * lo_c * (lo_c / hi_c if hi_c else 0.0)
     memory = max(roofs["dram"], roofs["scatter"], roofs["atomics"])
@@ -435,21 +500,15 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
         memory = hi_m + OVERLAP * lo_m * (lo_m / hi_m if hi_m else 0.0)
     hi, lo = max(compute, memory), min(compute, memory)
     seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
-    roofs["blocks"] = block_launch_seconds(dev, grid_blocks)
     # The tail: blocks are dealt to SMs evenly, so some SMs run ceil(grid / SMs) blocks
     # while the average is grid / SMs. On the issue side each SM works through its own
     # blocks and the kernel ends with the busiest one; on the memory side the others take
-    # its share of the bandwidth. (A grid under one block per SM is `busy` above.)
+    # its share of the bandwidth. (A grid under one block per SM is predict_work's `busy`.)
     wave_eff = 1.0
     if grid_blocks > sms and compute >= memory:
         wave_eff = grid_blocks / sms / -(-grid_blocks // sms)
         seconds /= wave_eff
-    seconds = max(seconds, roofs["blocks"], roofs["latency"])
-    bound = max(roofs, key=lambda r: roofs[r])
-    return Prediction(seconds * 1e3 + LAUNCH_OVERHEAD_MS, bound,
-                      {r: v * 1e3 for r, v in roofs.items()},
-                      fma_hiding if bound in ("fp32", "lsu") else mem_hiding, wave_eff,
-                      dram_bytes, 0.0, flops / dram_bytes if dram_bytes else 0.0)
+    return max(seconds, roofs["blocks"], roofs["latency"]), wave_eff
 
 
 # Issue-side rates run at the clock the SM holds under full load: FP32_EFFICIENCY less the

@@ -22,10 +22,12 @@ from occupancy.tune.ptxsim import Traffic
 
 @cache
 def _emulator_hash() -> str:
-    """Cached traffic is only as good as the code that counted it: ptxsim and banks."""
+    """Cached traffic is only as good as the code that counted it: ptxsim (every tune/ptx*.py
+    module of it) and banks."""
     package = Path(__file__).resolve().parent.parent
+    emulator = sorted(p.relative_to(package).as_posix() for p in package.glob("tune/ptx*.py"))
     return hashlib.sha256(b"".join((package / f).read_bytes()
-                                   for f in ("tune/ptxsim.py", "tune/traffic.py", "core/banks.py"))
+                                   for f in (*emulator, "tune/traffic.py", "core/banks.py"))
                           ).hexdigest()[:16]
 
 

@@ -1,0 +1,126 @@
+"""What a warp's run through its PTX counts (ptxsim): the counters, the Traffic of one unit
+of work (the warp's whole run, or one iteration of its hottest loop), how the loops a run
+went through become that unit, and a block's sample of two warps."""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass
+
+# Counters, in this order, for a unit of work (one warp's run, or one loop iteration).
+FIELDS = ("steps", "flops", "ffma", "shared_wavefronts", "shared_ideal", "shared_accesses",
+          "global_loads", "global_load_lines", "global_load_sectors", "load_bytes",
+          "global_stores", "global_store_lines", "global_store_sectors",
+          "partial_store_sectors", "barriers", "load_cover", "covered_loads",
+          "reread_lines", "reread_distance")
+COUNTER = {f: i for i, f in enumerate(FIELDS)}  # a counter's place in a run's list of them
+_REUSE = ("reread_lines", "reread_distance")  # the last fields: diagnostics, not work
+assert FIELDS[-len(_REUSE):] == _REUSE
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What one warp does per unit: its whole run (`complete`), else one iteration of its
+    hottest loop. Shared wavefronts include bank conflicts; global lines are 128-byte
+    lines (L1 wavefronts), sectors 32-byte ones."""
+
+    complete: bool
+    lanes: int  # active lanes of the warp emulated
+    steps: float
+    flops: float  # lane FLOPs (an FMA is 2)
+    ffma: float
+    shared_wavefronts: float
+    shared_ideal: float  # the same accesses without conflicts
+    shared_accesses: float
+    global_loads: float
+    global_load_lines: float
+    global_load_sectors: float
+    load_bytes: float
+    global_stores: float
+    global_store_lines: float
+    global_store_sectors: float
+    partial_store_sectors: float
+    barriers: float
+    load_cover: float  # warp instructions between global loads and the first use of their data
+    covered_loads: float  # the loads load_cover sums over
+    inner_ffma: float = 0.0  # FFMAs per iteration of the innermost loop that repeated
+    # lane atomics to global memory whose address every block of the grid shares (a norm's
+    # or a total's one counter), floating-point and integer, per warp; and how many such
+    # addresses there are. Set by tune/traffic.py, which runs a second block to tell them
+    # from per-block addresses; one warp's run alone leaves them 0.
+    contended_float_atomics: float = 0.0
+    contended_int_atomics: float = 0.0
+    contended_addresses: float = 0.0
+    # lines the warp loads again that an earlier instruction of its own already loaded or
+    # stored (a softmax's second pass over its row), and the sum over them of the bytes the
+    # warp loaded and stored in between: their reuse distance in the warp's own stream
+    reread_lines: float = 0.0
+    reread_distance: float = 0.0
+
+    @property
+    def cover(self) -> float:
+        """Instructions a global load's latency overlaps before the warp needs its data."""
+        return self.load_cover / self.covered_loads if self.covered_loads else 0.0
+
+    @property
+    def conflict_factor(self) -> float:
+        return self.shared_wavefronts / self.shared_ideal if self.shared_ideal else 1.0
+
+
+
+def block_sample(first: Traffic, last: Traffic | None) -> Traffic:
+    """A block's warps from two of them, its first and its last: their mean where both are
+    the same unit (whole runs, or loop iterations of the same work). One warp alone cannot
+    show how rows fall on 128-B lines: at n = 5000 floats a row starts 32 B further into a
+    line than the one before, and warp 0 of a 4-row block reads only the aligned rows."""
+    if last is None or last.complete != first.complete or last.flops != first.flops:
+        return first
+    mean = [(a + b) / 2 for a, b in zip(astuple(first)[2:], astuple(last)[2:], strict=True)]
+    return Traffic(first.complete, first.lanes, *mean)
+
+
+# --- loops: when a run may stop, and which loop's iteration is its unit -----------------------
+
+
+def enclosed(start: int, end: int, loops: list[tuple[int, int]]) -> bool:
+    """Another loop of the code holds the loop [start, end] inside its own body."""
+    return any(s <= start and end <= e and (s, e) != (start, end) for s, e in loops)
+
+
+def steady(rows: list[list[float]]) -> bool:
+    """The last three iterations of a loop did the same work, floating-point work among it:
+    more of them would only repeat it."""
+    if len(rows) < 4:
+        return False
+    # (the reuse counters may alternate between iterations, a 64-B tile row re-reading
+    # the other half of a line every second k step: they do not make the work differ)
+    work = len(FIELDS) - len(_REUSE)
+    d = [[b - a for a, b in zip(rows[i - 1][:work], rows[i][:work], strict=True)]
+         for i in (-3, -2, -1)]
+    return d[0] == d[1] == d[2] and d[2][COUNTER["flops"]] > 0
+
+
+def loop_unit(counters: list[float], finished: bool, snaps: dict[int, list[list[float]]],
+              spans: dict[int, int]) -> tuple[list[float], float]:
+    """The counters of the run's unit, and the FFMAs of one iteration of its innermost loop
+    with floating-point work (0 without one). `snaps`: per loop start, the counters at each
+    of its back edges; `spans`: per loop start, its backward branch. A finished run is its
+    own unit; a cut one, one iteration of a loop that repeated."""
+    unit = counters
+    # per iteration of each loop that repeated: the unit is the outermost one doing FP work
+    # (a tiled kernel's tile loop: its loads, barriers and every FMA of the tile), else the
+    # one that ran the most FP work; the innermost one's FFMAs say how far ptxas unrolled
+    per_loop = []
+    for tgt, rows in snaps.items():
+        if len(rows) >= 2:
+            delta = [b - a for a, b in zip(rows[0], rows[-1], strict=True)]
+            # one iteration's FFMAs: the fewest between two back edges (the mean over
+            # several also holds the enclosing loop's work between its runs)
+            ffma = min(b[COUNTER["ffma"]] - a[COUNTER["ffma"]]
+                       for a, b in zip(rows, rows[1:], strict=False))
+            per_loop.append((spans[tgt] - tgt, [x / (len(rows) - 1) for x in delta], len(rows) - 1,
+                             ffma))
+    fp = [x for x in per_loop if x[1][COUNTER["flops"]] > 0]
+    inner = min(fp, key=lambda x: x[0])[3] if fp else 0.0
+    if not finished and per_loop:
+        unit = max(fp or per_loop, key=lambda x: (x[0], x[1][COUNTER["flops"]] * x[2]))[1]
+    return unit, inner

@@ -1,0 +1,257 @@
+"""One warp of a block, as ptxsim runs it: its lanes' registers and special registers, the
+values of an instruction's operands, and the memory accesses it counts (shared wavefronts
+with bank conflicts, global lines and sectors, re-read lines, global atomics)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
+
+from occupancy.core.banks import bank_conflicts
+from occupancy.tune.ptx_counters import COUNTER, FIELDS
+from occupancy.tune.ptx_parse import MEM_OPERAND, PTX_TYPES, SHARED_TAG, Insn, Kernel, access_bytes
+
+MAX_ATOMIC_LOG = 1024  # lane atomics whose addresses a run keeps (run_warp's atomic_log)
+WARP = 32
+
+
+@cache
+def type_kind(t: str) -> tuple[int, bool, bool]:
+    """(bits, signed, float) of a PTX type name."""
+    if t.startswith("f") or t == "bf16":
+        return int(re.sub(r"\D", "", t) or 32), True, True
+    return int(re.sub(r"\D", "", t) or 32), t.startswith("s"), False
+
+
+def _wrap(v: int, bits: int, signed: bool) -> int:
+    """v as a register of that many bits holds it, two's complement where signed."""
+    v &= (1 << bits) - 1
+    if signed and v >> (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def _fbits(word: str) -> float:
+    """A float immediate written as its bits (0f3F800000, 0d3FF0000000000000)."""
+    import struct
+    if word[:2] in ("0f", "0F"):
+        return struct.unpack(">f", bytes.fromhex(word[2:].rjust(8, "0")))[0]
+    return struct.unpack(">d", bytes.fromhex(word[2:].rjust(16, "0")))[0]
+
+
+class Warp:
+    """The lanes of warp `warp` of the block at `block_index`: their registers, the launch's
+    parameter values, and the counters (FIELDS) its accesses add to."""
+
+    def __init__(self, k: Kernel, params: Mapping[str, float | int], block: Sequence[int],
+                 block_index: Sequence[int], grid: Sequence[int], banks: int,
+                 warp: int = 0, unroll: int = 1) -> None:
+        self.k = k
+        # ptxas's unroll of the hottest loop (its SASS body over one PTX iteration): a
+        # scalar shared access that steps one element per iteration is then one wide
+        # access per `unroll` iterations (As[row * BK + k] for k, k+1, ... -> LDS.128)
+        self.unroll = unroll
+        self.last_shared: dict[int, list[int]] = {}
+        self.streaming: set[int] = set()  # accesses seen stepping one element per iteration
+        self.params = params
+        self.banks = banks
+        bx, by, bz = (list(block) + [1, 1])[:3]
+        threads = bx * by * bz
+        first = warp * WARP
+        self.lanes = list(range(max(0, min(WARP, threads - first))))
+        self.regs: dict[str, list[float | int]] = {}
+        tid = [((first + t) % bx, ((first + t) // bx) % by, (first + t) // (bx * by))
+               for t in self.lanes]
+        cx, cy, cz = (list(block_index) + [0, 0])[:3]
+        gx, gy, gz = (list(grid) + [1, 1])[:3]
+        special: dict[str, list[int] | int] = {"%tid.x": [t[0] for t in tid], "%tid.y": [t[1] for t in tid],
+                   "%tid.z": [t[2] for t in tid], "%ntid.x": bx, "%ntid.y": by, "%ntid.z": bz,
+                   "%ctaid.x": cx, "%ctaid.y": cy, "%ctaid.z": cz, "%nctaid.x": gx,
+                   "%nctaid.y": gy, "%nctaid.z": gz, "%laneid": list(self.lanes),
+                   "%warpid": warp, "%nwarpid": -(-threads // WARP)}
+        self.special: dict[str, list[int]] = {
+            n: (v if isinstance(v, list) else [v] * WARP) for n, v in special.items()}
+        self.counters = [0.0] * len(FIELDS)
+        self.vec_ok: dict[int, bool] = {}
+        self.pending: dict[str, float] = {}  # register -> step its global load issued
+        self.atomic_log: list[tuple[int, bool]] = []  # (address, floating-point) per lane
+        self.line_seen: dict[int, float] = {}  # global line -> the warp's line bytes then
+        self.loaded = 0.0  # bytes of lines the warp has loaded or stored so far
+
+    # operands
+    def val(self, a: str, lane: int, t: str = "b32") -> float | int:
+        bits, signed, flt = type_kind(t)
+        if a.startswith("%"):
+            r = self.regs.get(a)
+            if r is None:
+                s = self.special.get(a)
+                v: float | int = s[lane] if s else 0
+            else:
+                v = r[lane]
+        elif a == "WARP_SZ":
+            v = WARP
+        elif a.startswith("-") and a[1:].startswith("%"):
+            v = -self.val(a[1:], lane, t)
+        elif a[:2] in ("0f", "0F", "0d", "0D") and len(a) > 2:
+            v = _fbits(a)
+        else:
+            try:
+                v = int(a, 0) if not re.search(r"[.eE]", a) or a.startswith("0x") else float(a)
+            except ValueError:
+                v = self.k.symbols.get(a, 0)
+        if flt:
+            return float(v)
+        if isinstance(v, float):
+            v = int(v) if math.isfinite(v) else 0
+        return _wrap(v, bits, signed)
+
+    def set(self, a: str, lane: int, v: float | int, t: str = "b32") -> None:
+        if not a.startswith("%"):
+            return
+        bits, signed, flt = type_kind(t)
+        if not flt and not isinstance(v, float):
+            v = _wrap(int(v), bits, signed)
+        elif not flt:
+            v = _wrap(int(v), bits, signed) if math.isfinite(v) else 0
+        self.regs.setdefault(a, [0] * WARP)[lane] = v
+
+    def address(self, a: str, lane: int) -> int:
+        m = MEM_OPERAND.match(a)
+        if not m:
+            return 0
+        base, off = m.group(1), int(m.group(2).replace(" ", ""), 0) if m.group(2) else 0
+        if base.startswith("%"):
+            return int(self.val(base, lane, "u64")) + off
+        if base in self.k.symbols:
+            return self.k.symbols[base] + off
+        return off
+
+    # accounting
+    def count_shared(self, addrs: list[int], width: int) -> None:
+        c = self.counters
+        elem = width if width in (1, 2, 4, 8, 16) else 4
+        r = bank_conflicts(addrs, element_bytes=elem, banks=self.banks)
+        phase = WARP // max(1, elem // 4) if elem > 4 else WARP
+        ideal = sum(-(-len(addrs[s:s + phase]) * elem // 128) for s in range(0, len(addrs), phase))
+        c[COUNTER["shared_wavefronts"]] += r.wavefronts
+        c[COUNTER["shared_ideal"]] += max(1, ideal)
+        c[COUNTER["shared_accesses"]] += 1
+
+    def count_global(self, addrs: list[int], width: int, store: bool) -> None:
+        c = self.counters
+        lines = {b // 128 for a in addrs for b in (a, a + width - 1)}
+        sectors: dict[int, int] = {}
+        for a in addrs:
+            for s in range(a // 32, (a + width - 1) // 32 + 1):
+                lo, hi = max(a, s * 32), min(a + width, s * 32 + 32)
+                sectors[s] = sectors.get(s, 0) + (hi - lo)
+        if store:
+            for line in lines:  # a later load of what the warp wrote is a re-read too
+                self.line_seen[line] = self.loaded
+            self.loaded += 128.0 * len(lines)
+            c[COUNTER["global_stores"]] += 1
+            c[COUNTER["global_store_lines"]] += len(lines)
+            c[COUNTER["global_store_sectors"]] += len(sectors)
+            c[COUNTER["partial_store_sectors"]] += sum(1 for b in sectors.values() if b < 32)
+        else:
+            c[COUNTER["global_loads"]] += 1
+            c[COUNTER["global_load_lines"]] += len(lines)
+            c[COUNTER["global_load_sectors"]] += len(sectors)
+            c[COUNTER["load_bytes"]] += width * len(addrs)
+            for line in lines:
+                seen = self.line_seen.get(line)
+                if seen is not None:
+                    c[COUNTER["reread_lines"]] += 1
+                    c[COUNTER["reread_distance"]] += self.loaded - seen
+                self.line_seen[line] = self.loaded
+            self.loaded += 128.0 * len(lines)
+
+    def memory(self, i: int, ins: Insn, lanes: list[int]) -> bool:
+        """Count one warp-wide access; True where it went to global (or local) memory."""
+        store = ins.op in ("st", "red")
+        is_async = ins.op == "cp"
+        if is_async:  # cp.async.ca.shared.global [dst], [src], bytes
+            width = int(self.val(ins.args[2], 0)) if len(ins.args) > 2 else 4
+            src = [self.address(ins.args[1], lane) for lane in lanes]
+            dst = [self.address(ins.args[0], lane) for lane in lanes]
+            self.count_global(src, width, False)
+            self.count_shared(dst, width)
+            return False
+        slot = ins.args[0] if store else ins.args[1] if len(ins.args) > 1 else ins.args[0]
+        if ins.op in ("atom", "red") and not store:
+            slot = ins.args[1]
+        width = access_bytes(ins.parts)
+        addrs = [self.address(slot, lane) for lane in lanes]
+        space = next((p for p in ins.parts if p in ("shared", "global", "local", "param",
+                                                    "const")), None)
+        if space is None:  # generic: by the address's window
+            space = "shared" if addrs and addrs[0] >> 56 == 1 else \
+                "local" if addrs and addrs[0] >> 56 == 2 else "global"
+            if space == "shared":
+                addrs = [a - SHARED_TAG for a in addrs]
+        if space in ("param", "const"):
+            return False
+        if space == "shared":
+            group = self.k.groups.get(i)
+            if group:
+                leader, gw, off = group
+                if leader == i:
+                    ok = all((a - off) % gw == 0 for a in addrs)
+                    self.vec_ok[i] = ok
+                    if ok:
+                        self.count_shared([a - off for a in addrs], gw)
+                        return False
+                elif self.vec_ok.get(leader):
+                    return False
+            merged = self.across_iterations(i, ins, addrs, width)
+            if merged:
+                return False
+            self.count_shared(addrs, width)
+            if ins.op in ("atom", "red"):
+                self.count_shared(addrs, width)
+            return False
+        self.count_global(addrs, width, store or ins.op == "atom")
+        if ins.op in ("atom", "red") and space == "global" and \
+                len(self.atomic_log) + len(addrs) <= MAX_ATOMIC_LOG:
+            flt = any(p.startswith(("f", "bf")) for p in ins.parts)
+            self.atomic_log.extend((a, flt) for a in addrs)
+        return True
+
+    def across_iterations(self, i: int, ins: Insn, addrs: list[int], width: int) -> bool:
+        """Count a scalar shared load that the unrolled loop merges with its next
+        iterations' as 1/n of the wide access at the aligned base (n elements of `width`);
+        False where it does not step one element per iteration."""
+        prev, self.last_shared[i] = self.last_shared.get(i), addrs
+        if self.unroll < 2 or ins.op != "ld" or width not in (4, 8):
+            return False
+        if prev is not None and len(prev) == len(addrs) \
+                and all(a - p == width for a, p in zip(addrs, prev, strict=True)):
+            self.streaming.add(i)  # (the unrolled body's first iteration is merged too)
+        if i not in self.streaming:
+            return False
+        wide = min(16, width * self.unroll)
+        n = wide // width
+        c = self.counters
+        before = (c[COUNTER["shared_wavefronts"]], c[COUNTER["shared_ideal"]], c[COUNTER["shared_accesses"]])
+        self.count_shared([a - a % wide for a in addrs], wide)
+        for key, b in zip(("shared_wavefronts", "shared_ideal", "shared_accesses"), before,
+                          strict=True):
+            c[COUNTER[key]] = b + (c[COUNTER[key]] - b) / n
+        return True
+
+    def load_value(self, ins: Insn, lanes: list[int]) -> None:
+        t = next((p for p in reversed(ins.parts) if p in PTX_TYPES), "b32")
+        dst = ins.args[0]
+        if "param" in ins.parts:
+            m = MEM_OPERAND.match(ins.args[1])
+            name = m.group(1) if m else ""
+            v = self.params.get(name, 0) if not (m and m.group(2)) else 0
+            for lane in lanes:
+                self.set(dst, lane, v, t)
+            return
+        names = [x.strip() for x in dst.strip("{}").split(",")] if dst.startswith("{") else [dst]
+        for n in names:
+            for lane in lanes:
+                self.set(n, lane, 0.0 if t.startswith("f") else 0, t)
