@@ -50,6 +50,7 @@ def _project_build(arch: str = "sm_80", **defines: object) -> builds.Build:
                       flags=["-std=c++17"], defines=defines)
 
 
+@pytest.mark.slow
 def test_builds_that_differ_in_an_unused_define_share_one_compile(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Six entries differ only in a define the code never reads: one compile; two that set
@@ -71,6 +72,7 @@ def test_builds_that_differ_in_an_unused_define_share_one_compile(
     assert alone == [got[i] for i in some]
 
 
+@pytest.mark.slow
 def test_a_header_one_define_includes_is_that_builds_own(tmp_path: Path) -> None:
     """An include only one define's build reads makes its translation unit another one (the
     line markers name it): compiled on its own, and its cache entry alone depends on it."""
@@ -92,6 +94,7 @@ def test_a_header_one_define_includes_is_that_builds_own(tmp_path: Path) -> None
         assert len(calls) == 3
 
 
+@pytest.mark.slow
 def test_the_cache_depends_on_device_headers_not_host_only_ones(tmp_path: Path) -> None:
     """The files a build depends on are those of the device preprocessing (nvcc -MD also ran
     a host-side one): a header only device code includes invalidates the entry when it
@@ -115,6 +118,7 @@ def test_the_cache_depends_on_device_headers_not_host_only_ones(tmp_path: Path) 
         assert len(calls) == 2
 
 
+@pytest.mark.slow
 def test_check_leaves_out_the_loop_mix_and_a_later_build_adds_it_from_the_cubin(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _need(nvcc_path(), "nvcc")
@@ -133,6 +137,7 @@ def test_check_leaves_out_the_loop_mix_and_a_later_build_adds_it_from_the_cubin(
     assert {k: replace(v, loop_mix=None) for k, v in full.items()} == lean
 
 
+@pytest.mark.slow
 def test_nvcc_preprocesses_alike_for_E_and_cubin(tmp_path: Path) -> None:
     """What the sharing rests on: `nvcc -E` gives byte for byte the translation unit that
     `nvcc -cubin` hands cicc (.cpp1.ii), with every kind of flag a manifest may give."""

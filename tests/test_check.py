@@ -254,6 +254,7 @@ def test_one_bad_entry_keeps_the_others(tmp_path: Path) -> None:
     assert "::error file=" in gh and "line=7," in gh
 
 
+@pytest.mark.slow
 def test_source_entries_compile_for_each_architecture(tmp_path: Path) -> None:
     p = tmp_path / "m.yaml"
     src = ROOT / "kernels" / "transpose.cu"
@@ -281,6 +282,7 @@ def test_ptxas_log_entries(tmp_path: Path) -> None:
     assert not v.ok and "spills 8 B stored" in v.problems[0]
 
 
+@pytest.mark.slow
 def test_cubin_shared_size_and_the_reserved_kb(tmp_path: Path) -> None:
     from occupancy.build.compilers import nvcc_path
     from occupancy.build.images import read_binary, resources_for_device
@@ -298,6 +300,7 @@ def test_cubin_shared_size_and_the_reserved_kb(tmp_path: Path) -> None:
         assert res.static_shared_memory == 32 * 33 * 4, (arch, res)
 
 
+@pytest.mark.slow
 def test_project_manifest_passes() -> None:
     """The project's own launch configs, on one device per way resources are found: an
     estimate (GT200), NVRTC and ptxas 12.9 (GTX 1080), nvcc 13 (H200). All 15 devices are

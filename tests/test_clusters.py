@@ -118,6 +118,7 @@ def test_check_cluster_key(tmp_path: Path) -> None:
     assert not a100["ok"] and "compute capability 9.0" in a100["problems"][0]
 
 
+@pytest.mark.slow
 def test_cluster_dims_from_the_build(tmp_path: Path) -> None:
     from occupancy.build.compilers import nvcc_path
 

@@ -244,6 +244,7 @@ def test_dangling_profile_link_is_skipped_with_a_warning(tmp_path: Path) -> None
     assert r.returncode == 0 and "warning: skipping" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_corrupt_cache_entry_is_recompiled(tmp_path: Path) -> None:
     from occupancy.build.builds import compile_resources
     from occupancy.build.compilers import nvcc_path
@@ -328,6 +329,7 @@ def test_unwritable_output_folder(tmp_path: Path) -> None:
     one_error_line(r)
 
 
+@pytest.mark.slow
 def test_surrogate_and_escape_in_a_kernel_name(tmp_path: Path) -> None:
     (tmp_path / "m.yaml").write_text('devices: [v100]\nkernels:\n  - {name: "k\\udc80\\x1b[31m",'
                                      " block: 256, registers: 300}\n")

@@ -162,6 +162,7 @@ def _no_injection(text: str) -> None:
     assert not any(ln.lstrip().startswith("::") for ln in text.splitlines()), text[:600]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [EVIL, STOP], ids=["newline-ansi-bidi", "stop-commands"])
 @pytest.mark.parametrize("cmd", [["calc", "-t", "256"], ["best"], ["plot"], ["tile", "matmul"],
                                  ["devices", "show"]])

@@ -64,6 +64,7 @@ def test_check_formats(tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
     _golden(f"check.{fmt}", r.stdout.replace(str(tmp_path), "TMP"))
 
 
+@pytest.mark.slow
 def test_tile_json_with_a_fake_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
     """The shipped families' JSON, every field, with registers from a fake compiler (the
     compiler's own numbers are tested elsewhere; this pins the hand counts and the output).
@@ -95,6 +96,7 @@ def test_plot_json() -> None:
     _golden("plot_rtx3090.json", r.stdout)
 
 
+@pytest.mark.slow
 def test_tune_and_resources_json() -> None:
     """Registers come from nvcc 13.0 for sm_90 (the CI machine's), so these pin the real
     compiler's numbers too."""

@@ -131,6 +131,7 @@ CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
+@pytest.mark.slow
 def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     chrome = _chromium()
     if chrome is None:
@@ -192,6 +193,7 @@ def test_chart_axes_and_labels_read_cleanly(tmp_path: Path) -> None:
     assert ". within half a row" in LEGEND
 
 
+@pytest.mark.slow
 def test_report_tiles_a_manifest_entry(tmp_path: Path) -> None:
     """`report --tile MANIFEST --kernel NAME`: a user's tuning entry ranked per device, as
     `tile` ranks it (issue 18 item 5); --kernel without a manifest is one error line."""

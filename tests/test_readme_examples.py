@@ -26,7 +26,10 @@ def examples() -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize(("cmd", "shown"), examples(), ids=[c for c, _ in examples()])
+@pytest.mark.parametrize(("cmd", "shown"), [
+    pytest.param(c, s, marks=[pytest.mark.slow] if c.startswith(("tile", "check")) else [])
+    for c, s in examples()
+], ids=[c for c, _ in examples()])  # tile and check compile: slow
 def test_readme_example(cmd: str, shown: str) -> None:
     r = CliRunner().invoke(main, shlex.split(cmd), env={"COLUMNS": "80"})
     got = "\n".join(line.rstrip() for line in r.stdout.rstrip().splitlines())

@@ -68,6 +68,7 @@ def rdc_by_hand(arch: str, sources: list[Path], tmp: Path, *extra: str) -> tuple
     return objs[0], linked, r.stdout + r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_100"])
 def test_rdc_source_relocatable_and_linked_cubins_equal_nvlink(arch: str, tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
@@ -93,6 +94,7 @@ def test_rdc_source_relocatable_and_linked_cubins_equal_nvlink(arch: str, tmp_pa
     assert "relocatable, device-linked here" in next(iter(img.sass[arch].values())).source
 
 
+@pytest.mark.slow
 def test_cuobjdump_on_the_linked_image_agrees(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
     _need(cuda_tool("cuobjdump"), "cuobjdump")
@@ -137,6 +139,7 @@ def test_rdc_from_source_on_nvrtc_archs(arch: str, tmp_path: Path) -> None:
         "_Z12tiled_matmulILi32EEvPfPKfS2_ii": 8192, "_Z12tiled_matmulILi16EEvPfPKfS2_ii": 2048}
 
 
+@pytest.mark.slow
 def test_manifest_of_rdc_entries_on_four_gpus() -> None:
     _need(nvcc_path(), "nvcc")
     _need(nvrtc_compiler(), "NVRTC")
@@ -150,6 +153,7 @@ def test_manifest_of_rdc_entries_on_four_gpus() -> None:
     assert {smem[("mm16", d)] for d in ("gtx1080", "v100", "a100", "h100")} == {2048}
 
 
+@pytest.mark.slow
 def test_unresolved_device_function_names_itself_and_the_fix(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
     from occupancy.core.errors import OccupancyError
@@ -166,6 +170,7 @@ def test_unresolved_device_function_names_itself_and_the_fix(tmp_path: Path) -> 
     assert "scale_of(int)" in str(e.value) and "nvlink -arch=sm_XX" in str(e.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("arch", "gpu"), [("sm_90", "h100"), ("sm_100", "b200")])
 def test_ptxas_log_of_an_rdc_compile_is_refused_and_nvlinks_report_is_read(
         arch: str, gpu: str, tmp_path: Path) -> None:
@@ -214,6 +219,7 @@ def _samples_matrixmul(tmp: Path) -> Path | None:
     return tmp / "matrixMul" / "matrixMul.cu"
 
 
+@pytest.mark.slow
 def test_cuda_samples_matrixmul_with_its_cmake_flags(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
     src = _samples_matrixmul(tmp_path)
@@ -239,6 +245,7 @@ def test_cuda_samples_matrixmul_with_its_cmake_flags(tmp_path: Path) -> None:
         assert v.resources.static_shared_memory == (8192 if v.kernel == "mm32" else 2048)
 
 
+@pytest.mark.slow
 def test_resources_for_device_of_a_fatbin_with_relocatable_code(tmp_path: Path) -> None:
     """An object from nvcc -dc holds a relocatable fatbin: linked here per arch."""
     _need(nvcc_path(), "nvcc")
@@ -253,6 +260,7 @@ def test_resources_for_device_of_a_fatbin_with_relocatable_code(tmp_path: Path) 
     assert res["_Z12tiled_matmulILi32EEvPfPKfS2_ii"].static_shared_memory == 8192
 
 
+@pytest.mark.slow
 def test_starter_manifest_keeps_include_dirs_and_flags_and_checks_as_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _need(nvcc_path(), "nvcc")
@@ -385,12 +393,13 @@ def test_other_cuda_installs_build_the_archs_the_main_nvcc_cannot(
 
 # --- the build cache ------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_four_cold_parallel_builds_of_one_file_five_times(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """nvcc -keep writes X.cudafe1.c, X.cpp4.ii, ... named after the source: every build has
     its own folder (cwd, -keep-dir and TMPDIR), so cold builds of one file never collide; the
-    template instance makes all four write the one instantiating wrapper at once. (Four
-    builds sharing a folder collide on every round: five rounds, 20 cold compiles.)"""
+    template instance makes all four write the one instantiating wrapper at once. Five
+    rounds of four cold builds."""
     _need(nvcc_path(), "nvcc")
     from concurrent.futures import ThreadPoolExecutor
 
@@ -406,6 +415,7 @@ def test_four_cold_parallel_builds_of_one_file_five_times(
                    for r in results), i
 
 
+@pytest.mark.slow
 def test_failures_are_cached_until_a_file_changes(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
     from occupancy.build import builds
@@ -436,6 +446,7 @@ def test_failures_are_cached_until_a_file_changes(tmp_path: Path) -> None:
         assert len(calls) == 2
 
 
+@pytest.mark.slow
 def test_a_header_that_shadows_the_recorded_one_invalidates_the_cache(tmp_path: Path) -> None:
     """The cache recorded include/b/tile.h; a tile.h added later to include/a (searched
     first) is what the compiler now reads: the cached 8-register answer must not be kept."""
@@ -478,6 +489,7 @@ def test_names_with_macros_defaults_and_deduced_types_match_one_completion() -> 
     assert "no kernel 'norm_f32<WARP>'" in str(e.value)
 
 
+@pytest.mark.slow
 def test_names_as_launches_write_them_from_a_real_build() -> None:
     _need(nvcc_path(), "nvcc")
     verdicts = evaluate(load_manifest(ROOT / "tests" / "fixtures" / "names" / "launches.yaml"),
@@ -492,6 +504,7 @@ def test_names_as_launches_write_them_from_a_real_build() -> None:
     assert bad.status == "error" and "matches 2 kernels" in bad.problems[0]
 
 
+@pytest.mark.slow
 def test_a_multi_arch_relocatable_fatbin_is_linked_per_arch(tmp_path: Path) -> None:
     """nvcc -fatbin -rdc=true for sm_80/90/100: every arch's relocatable cubin is linked here
     and equals what nvlink reports for the same code."""

@@ -100,6 +100,7 @@ def _beside_project(tmp_path: Path, text: str, name: str = "launches.yaml") -> P
     return p
 
 
+@pytest.mark.slow
 def test_project_equals_ptxas_through_nvrtc_and_nvcc() -> None:
     """The project's manifest on one device per compiler (GTX 1080: NVRTC + ptxas 12.9;
     H100: nvcc 13): every entry's registers and shared memory equal ptxas's own report,
@@ -136,6 +137,7 @@ def test_project_equals_ptxas_through_nvrtc_and_nvcc() -> None:
     assert all(v.resources and v.resources.static_shared_memory == 4096 * 4 for v in big)
 
 
+@pytest.mark.slow
 def test_typed_defines_and_the_header_beside_the_source(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
     text = (PROJECT / "launches.yaml").read_text()
@@ -146,6 +148,7 @@ def test_typed_defines_and_the_header_beside_the_source(tmp_path: Path) -> None:
         assert v.resources and v.resources.static_shared_memory == smem, value
 
 
+@pytest.mark.slow
 def test_extern_device_call_needs_rdc_and_the_error_names_path_kernel_device(
         tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
@@ -161,6 +164,7 @@ def test_extern_device_call_needs_rdc_and_the_error_names_path_kernel_device(
     assert r.exit_code == 2 and "title=extern_call on a100::" in r.stdout
 
 
+@pytest.mark.slow
 def test_launch_bound_from_the_compiler_refuses_a_bigger_block(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
     p = _beside_project(tmp_path, (PROJECT / "launches.yaml").read_text().replace(
@@ -185,6 +189,7 @@ def test_names_as_people_write_them_and_ambiguity(tmp_path: Path) -> None:
     assert d.ok and d.resources and d.resources.function == "_ZN4demo5scaleEPfi"
 
 
+@pytest.mark.slow
 def test_header_edit_invalidates_the_cache(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
     proj = tmp_path / "proj"
@@ -205,6 +210,7 @@ def test_header_edit_invalidates_the_cache(tmp_path: Path) -> None:
     assert smem() == 8192
 
 
+@pytest.mark.slow
 def test_llmc_kernels(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
     if not LLMC.is_dir():
@@ -240,6 +246,7 @@ def _nvcc(*args: str) -> None:
     subprocess.run([nvcc, *args], check=True, capture_output=True)
 
 
+@pytest.mark.slow
 def test_multi_arch_ptxas_log_is_read_per_arch(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
     nvcc = nvcc_path()
@@ -272,6 +279,7 @@ def test_multi_arch_ptxas_log_is_read_per_arch(tmp_path: Path) -> None:
     assert verdicts[3].status == "error" and "no section for sm_61" in verdicts[3].problems[0]
 
 
+@pytest.mark.slow
 def test_binaries_per_arch_sass_jit_and_errors(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
     from occupancy.build.images import cuobjdump_path
@@ -317,6 +325,7 @@ def test_static_shared_memory_over_48_kb_cannot_launch() -> None:
     assert "dynamic shared memory" in out and "MaxDynamicSharedMemorySize, 0)" not in out
 
 
+@pytest.mark.slow
 def test_resources_command_lists_and_starts_a_manifest(tmp_path: Path) -> None:
     _need(nvcc_path(), "nvcc")
     import json

@@ -32,7 +32,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "args"), CASES, ids=[" ".join(c[1][:2]) for c in CASES])
+@pytest.mark.parametrize(("name", "args"), [
+    pytest.param(*c, marks=[pytest.mark.slow] if c[1][0] == "tile" else []) for c in CASES
+], ids=[" ".join(c[1][:2]) for c in CASES])  # tile compiles: slow
 def test_outputs_match_the_schema(name: str, args: list[str]) -> None:
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
@@ -49,6 +51,7 @@ def test_check_and_multi_device_outputs(tmp_path: Path) -> None:
         _validate(d, "calc")
 
 
+@pytest.mark.slow
 def test_tune_and_resources_outputs() -> None:
     from occupancy.build.compilers import nvcc_path
 

@@ -187,6 +187,7 @@ SOFTMAX_ARGS = {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_row_stride": 4096, "o
                     "n_rows": 8192, "n_cols": 4096}
 
 
+@pytest.mark.slow
 def test_compile_matmul_and_softmax_for_three_targets(tmp_path, monkeypatch) -> None:
     from occupancy.build.triton import CompileStats, compile_configs
 
@@ -219,6 +220,7 @@ def test_compile_matmul_and_softmax_for_three_targets(tmp_path, monkeypatch) -> 
     assert stats.compiled == 6 and stats.failed == 0
 
 
+@pytest.mark.slow
 def test_cubin_registers_are_ptxas_own(tmp_path) -> None:
     """The numbers read from the cubin are the ones ptxas reports (Triton discards its
     `ptxas -v` log; the driver's NUM_REGS / LOCAL_SIZE_BYTES are the cubin's)."""

@@ -236,6 +236,7 @@ def checked() -> dict[str, Any]:
     return dict(json.loads(r.stdout))
 
 
+@pytest.mark.slow
 def test_check_examples(checked: dict[str, Any]) -> None:
     _validate(checked, "check")
     results = checked["results"]
@@ -254,6 +255,7 @@ def test_check_examples(checked: dict[str, Any]) -> None:
     assert h200["resources_source"].startswith("triton ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["text", "junit", "github", "sarif"])
 def test_check_examples_every_format(checked: dict[str, Any], fmt: str) -> None:
     r = CliRunner().invoke(main, ["check", str(MANIFEST), "--format", fmt])

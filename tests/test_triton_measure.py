@@ -154,6 +154,7 @@ def test_call_args_shapes_values_and_grid() -> None:
     assert not ok and math.isinf(err)
 
 
+@pytest.mark.slow
 def test_inputs_function_values_override_and_set_the_grid() -> None:
     spec = one_size(load_triton(MANIFEST, "fused_moe"), {"M": 64})
     cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1,
@@ -531,6 +532,7 @@ def test_bench_summary_compares_budget_with_full(tmp_path: Path) -> None:
     assert out["records_with_problems"] == ["broken"]
 
 
+@pytest.mark.slow
 def test_measure_cli_end_to_end_with_a_fake_launch(monkeypatch: pytest.MonkeyPatch,
                                                    tmp_path: Path) -> None:
     """`occupancy measure MANIFEST --kernel matmul --set ... --json --store`: the real
