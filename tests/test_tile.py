@@ -253,3 +253,26 @@ def test_an_fp32_bound_near_tie_keeps_the_fastest_predicted() -> None:
     assert pick is not None and pick.prediction and pick.prediction.bound == "fp32"
     assert pick.label == "regblock128 8x8 k16"
     assert report.ranked[1].label == "regblock128 8x8"
+
+
+def _traffic(**counts: float) -> object:
+    from occupancy.tune.ptxsim import FIELDS, Traffic
+
+    base = dict.fromkeys([f for f in FIELDS if f not in ("load_cover", "covered_loads")], 0.0)
+    return Traffic(True, 32, **(base | counts), load_cover=0.0, covered_loads=0.0)
+
+
+def test_a_warp_that_never_fills_the_unrolled_loop_waits_per_load() -> None:
+    """kernel_tuner's sum_floats with `#pragma unroll 8`: the SASS's hottest loop issues 8
+    loads before it waits; a warp with 4 elements to add never runs it (ptxas's rolled
+    remainder loop takes them one round trip each), one with 20 runs it twice and waits 4
+    times more. Measured at n = 2^24 on the H200 (bench/results/h200-corpus-calibration):
+    512 x 8192 blocks, 4 elements a thread, 40.5 us unrolled and 40.8 us rolled."""
+    from occupancy.tune.model import _loads_per_batch
+
+    mix = {"ldg": 8, "ldg_batches": 1}
+    assert _loads_per_batch(mix, _traffic(global_loads=4.0)) == 1.0
+    assert _loads_per_batch(mix, _traffic(global_loads=16.0)) == 8.0
+    assert _loads_per_batch(mix, _traffic(global_loads=20.0)) == pytest.approx(20 / 6)
+    assert _loads_per_batch({"ldg": 8, "ldg_batches": 2}, _traffic(global_loads=16.0)) == 4.0
+

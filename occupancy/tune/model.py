@@ -225,7 +225,15 @@ def _loads_per_batch(mix: dict[str, int], traffic: Traffic) -> float:
     """Global loads a warp issues before it waits for one: the SASS's batches of its hottest
     loop, else (no loads there) all the loads of its run at once."""
     if mix.get("ldg"):
-        return mix["ldg"] / max(mix.get("ldg_batches", 1), 1)
+        batches = max(mix.get("ldg_batches", 1), 1)
+        if traffic.complete and traffic.global_loads:
+            # a warp followed to its end runs as many passes of that loop as its loads fill;
+            # the loads left over go through the compiler's remainder code (the rolled loop
+            # an unroll leaves for the last iterations), one round trip each
+            passes = math.floor(traffic.global_loads / mix["ldg"])
+            rest = traffic.global_loads - passes * mix["ldg"]
+            return traffic.global_loads / max(passes * batches + rest, 1.0)
+        return mix["ldg"] / batches
     return traffic.global_loads
 
 
