@@ -276,3 +276,19 @@ def test_a_warp_that_never_fills_the_unrolled_loop_waits_per_load() -> None:
     assert _loads_per_batch(mix, _traffic(global_loads=20.0)) == pytest.approx(20 / 6)
     assert _loads_per_batch({"ldg": 8, "ldg_batches": 2}, _traffic(global_loads=16.0)) == 4.0
 
+
+def test_rereads_that_l1_holds_take_no_round_trip() -> None:
+    """llm.c's softmax 4 at 16,384 x 4,096: a warp loads 64 lines, 48 of them again (its
+    later passes over the row). 256-thread blocks (8 a SM, 64 warps) re-read 3 KB a warp
+    apart, 192 KB a SM: L1 holds it and only the 16 first loads are trips; 128-thread blocks
+    re-read 6 KB apart (389 KB a SM): every load is a trip."""
+    from occupancy.tune.model import l1_reread_loads
+
+    h200 = load_device("h200")
+    near = _traffic(global_loads=64.0, global_load_lines=64.0, reread_lines=48.0,
+                    reread_distance=48 * 3008.0)
+    far = _traffic(global_loads=128.0, global_load_lines=128.0, reread_lines=96.0,
+                   reread_distance=96 * 6080.0)
+    assert l1_reread_loads(h200, solve(h200, 256, 23, 0, 32), 16384, near) == 48.0
+    assert l1_reread_loads(h200, solve(h200, 128, 23, 0, 16), 16384, far) == 0.0
+    assert l1_reread_loads(h200, solve(h200, 256, 23, 0, 32), 16384, _traffic(global_loads=8.0)) == 0.0

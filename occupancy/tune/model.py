@@ -248,12 +248,35 @@ def _warp_path(dev: Device, occ: OccupancyResult, grid_blocks: int, mix: dict[st
     its grid fits the SMs at once, and the time is this path, not the bandwidth."""
     if traffic is None or not traffic.complete or not traffic.global_loads:
         return 0.0
-    trips = traffic.global_loads / max(_loads_per_batch(mix, traffic), 1.0)
+    trips = (traffic.global_loads - l1_reread_loads(dev, occ, grid_blocks, traffic)) \
+        / max(_loads_per_batch(mix, traffic), 1.0)
     per_sm = -(-grid_blocks // dev.sm_count)
     resident = max(occ.active_blocks_per_sm, 1)
     rounds = max(1.0, per_sm / resident)
     ramp = min(resident, per_sm) * BLOCK_LAUNCH_CLOCKS
     return (rounds * trips * DRAM_LATENCY_CLOCKS + ramp) / (dev.boost_clock_mhz * 1e6)
+
+
+def l1_reread_loads(dev: Device, occ: OccupancyResult, grid_blocks: int,
+                    traffic: Traffic) -> float:
+    """The warp's loads of lines it loaded or stored before that L1 still holds: those of
+    its re-reads whose reuse distance times the SM's resident warps (the bytes the SM
+    moves between the two) fits the SM's L1. They take no trip to L2 or DRAM. A cyclic
+    re-read over more than L1 holds finds nothing (LRU evicts each line before its turn),
+    so the rule is all or none. llm.c's softmax 4 at 16,384 x 4,096 (a block per 16 KB row,
+    64 warps per SM, four passes over the row): 256-thread blocks re-read 192 KB per SM and
+    run at the DRAM roof (242 us), 128-thread blocks 389 KB and take every trip (411 us)."""
+    if not traffic.reread_lines or not traffic.global_load_lines:
+        return 0.0
+    l1 = l1_for_loads(dev, occ)
+    if l1 is None:
+        return 0.0
+    per_sm = min(max(occ.active_blocks_per_sm, 1), -(-grid_blocks // dev.sm_count))
+    footprint = traffic.reread_distance / traffic.reread_lines * per_sm * max(occ.warps_per_block, 1)
+    if footprint > l1:
+        return 0.0
+    return min(traffic.global_loads,
+               traffic.reread_lines * traffic.global_loads / traffic.global_load_lines)
 
 
 def reread_miss_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int, traffic: Traffic,
