@@ -277,6 +277,17 @@ def test_a_warp_that_never_fills_the_unrolled_loop_waits_per_load() -> None:
     assert _loads_per_batch({"ldg": 8, "ldg_batches": 2}, _traffic(global_loads=16.0)) == 4.0
 
 
+def test_a_stream_that_only_reads_reaches_more_of_dram() -> None:
+    """The copy's 88% holds for half-written streams; a read-only one (a reduction) reaches
+    DRAM_READ_EFFICIENCY; a manifest without arrays keeps the copy's."""
+    from occupancy.tune.model import DRAM_EFFICIENCY, DRAM_READ_EFFICIENCY, dram_efficiency
+
+    assert dram_efficiency(None) == DRAM_EFFICIENCY
+    assert dram_efficiency(0.0) == DRAM_READ_EFFICIENCY > DRAM_EFFICIENCY
+    assert dram_efficiency(0.5) == dram_efficiency(0.9) == pytest.approx(DRAM_EFFICIENCY)
+    assert dram_efficiency(0.25) == pytest.approx((DRAM_EFFICIENCY + DRAM_READ_EFFICIENCY) / 2)
+
+
 def test_rereads_that_l1_holds_take_no_round_trip() -> None:
     """llm.c's softmax 4 at 16,384 x 4,096: a warp loads 64 lines, 48 of them again (its
     later passes over the row). 256-thread blocks (8 a SM, 64 warps) re-read 3 KB a warp

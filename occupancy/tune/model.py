@@ -42,6 +42,12 @@ PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM = 0.25
 # drop under full FMA load).
 DRAM_EFFICIENCY = 0.88
 FP32_EFFICIENCY = 0.81
+# A stream that only reads reaches more of DRAM than the copy: no turnarounds between reads
+# and writes on the bus (dram_efficiency: in between by the share written). Set on the
+# calibration reduction (kernel_tuner's sum_floats, bench/results/h200-corpus-calibration):
+# its leaders read 67 MB at n = 2^24 in 18.4-19.0 us, 94% with the launch and request
+# costs here (the 268 MB at 2^26 in 61-63 us: ~100%, so 94% stays on the safe side).
+DRAM_READ_EFFICIENCY = 0.94
 # The issue side and the memory side overlap imperfectly: the smaller adds up to a quarter
 # of itself, less the further it is below the larger (lo * lo / hi): a side far below
 # the other hides in its shadow.
@@ -298,6 +304,16 @@ def reread_miss_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int, traff
     return units * traffic.reread_lines * 128.0 * (1 - dev.l2_cache_bytes / footprint)
 
 
+def dram_efficiency(write_share: float | None) -> float:
+    """The share of the DRAM bandwidth a stream reaches, by the share of its bytes written:
+    a copy (half written) DRAM_EFFICIENCY, a stream that only reads DRAM_READ_EFFICIENCY,
+    in between in proportion. Unknown (None): the copy's."""
+    if write_share is None:
+        return DRAM_EFFICIENCY
+    mixed = min(1.0, 2.0 * max(write_share, 0.0))
+    return DRAM_READ_EFFICIENCY + (DRAM_EFFICIENCY - DRAM_READ_EFFICIENCY) * mixed
+
+
 def contended_atomic_seconds(traffic: Traffic | None, units: float) -> float:
     """The floor the grid's atomics to shared addresses set: each address takes them one at
     a time (ATOMIC_*_NS), the addresses in parallel. From a whole warp run only (`units`:
@@ -351,7 +367,8 @@ def loads_in_flight(in_flight: float, l1: int | None, lines_per_load: float,
 def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: float,
                  dram_bytes: float, registers_per_thread: int,
                  loop_mix: tuple[tuple[str, int], ...] | None = None,
-                 traffic: Traffic | None = None) -> Prediction:
+                 traffic: Traffic | None = None,
+                 write_share: float | None = None) -> Prediction:
     """Predicted time of a user's kernel from its declared work (FLOPs, DRAM bytes), its
     occupancy, the instruction mix of its hottest SASS loop, and what one of its warps
     does on the PTX (ptxsim: shared wavefronts with bank conflicts, global lines).
@@ -375,7 +392,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
             issue = ptx_issue
         if dram_bytes:
             dram_bytes += reread_miss_bytes(dev, occ, grid_blocks, traffic, units)
-    dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
+    dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * dram_efficiency(write_share))
             * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
     slow = _clock_under_load(fma_time, max(fp32, issue, lsu, dram, scattered))
     issue, lsu = issue / slow, lsu / slow

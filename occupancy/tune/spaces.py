@@ -309,9 +309,26 @@ def _predicted(spec: TuneSpec, dev: Device, ranked: list[Ranked]) -> list[Ranked
         r = ranked[i]
         assert r.occupancy is not None and r.resources is not None
         pred = predict_work(dev, r.occupancy, r.point.grid_blocks, flops, dram,
-                            r.resources.registers_per_thread, r.resources.loop_mix, warp)
+                            r.resources.registers_per_thread, r.resources.loop_mix, warp,
+                            write_share(spec, {**spec.problem, **r.point.params}))
         out[i] = replace(r, prediction=pred, traffic=warp)
     return out
+
+
+def write_share(spec: TuneSpec, env: Mapping[str, Any]) -> float | None:
+    """The share of the entry's array bytes that the kernel writes (its `output` arrays):
+    what sets how far its DRAM stream is from a read-only one (model.dram_efficiency).
+    None without arrays."""
+    total = written = 0.0
+    for a in spec.args:
+        if isinstance(a, ArrayArg):
+            try:
+                size = math.prod(integer(x, env, "shape") for x in a.shape) * DTYPES[a.dtype]
+            except ExprError:
+                return None
+            total += size
+            written += size if a.output else 0.0
+    return written / total if total else None
 
 
 def launch_values(spec: TuneSpec, env: Mapping[str, Any]) -> list[float | int] | None:
