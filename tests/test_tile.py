@@ -16,6 +16,7 @@ from occupancy.inputs.profiles import all_devices
 from occupancy.output.serialize import tune_dict
 from occupancy.tune.family import rank_family
 from occupancy.tune.model import LAUNCH_OVERHEAD_MS, block_launch_seconds, l1_for_loads, loads_in_flight
+from occupancy.tune.ptxsim import FIELDS, Traffic
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -255,9 +256,7 @@ def test_an_fp32_bound_near_tie_keeps_the_fastest_predicted() -> None:
     assert report.ranked[1].label == "regblock128 8x8"
 
 
-def _traffic(**counts: float) -> object:
-    from occupancy.tune.ptxsim import FIELDS, Traffic
-
+def _traffic(**counts: float) -> Traffic:
     base = dict.fromkeys([f for f in FIELDS if f not in ("load_cover", "covered_loads")], 0.0)
     return Traffic(True, 32, **(base | counts), load_cover=0.0, covered_loads=0.0)
 
