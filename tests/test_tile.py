@@ -302,3 +302,22 @@ def test_rereads_that_l1_holds_take_no_round_trip() -> None:
     assert l1_reread_loads(h200, solve(h200, 256, 23, 0, 32), 16384, near) == 48.0
     assert l1_reread_loads(h200, solve(h200, 128, 23, 0, 16), 16384, far) == 0.0
     assert l1_reread_loads(h200, solve(h200, 256, 23, 0, 32), 16384, _traffic(global_loads=8.0)) == 0.0
+
+
+def test_a_cut_run_still_gives_the_bytes_of_a_warp_load() -> None:
+    """A warp run cut at 12,000 steps without declared FLOPs counts no units, but its loop
+    iteration still says how wide a warp load is: kernel_tuner's sum_floats over float4
+    (512 B a warp load) keeps 4x the bytes in flight of the float one, and is faster."""
+    from occupancy.tune.model import predict_work
+
+    h200 = load_device("h200")
+    occ = solve(h200, 64, 16)
+    mix = (("ldg", 1), ("ldg_batches", 1), ("loop", 1), ("total", 12))
+    base = dict.fromkeys([f for f in FIELDS if f not in ("load_cover", "covered_loads")], 0.0)
+    def cut(width: int) -> Traffic:
+        return Traffic(False, 32, **(base | {"global_loads": 1.0, "load_bytes": 32.0 * width,
+                                             "global_load_lines": width / 4}),
+                       load_cover=0.0, covered_loads=0.0)
+    narrow = predict_work(h200, occ, 128, 0.0, 4 * 2 ** 26, 16, mix, cut(4), 0.0)
+    wide = predict_work(h200, occ, 128, 0.0, 4 * 2 ** 26, 16, mix, cut(16), 0.0)
+    assert wide.hiding > 3 * narrow.hiding and wide.predicted_ms < narrow.predicted_ms / 3

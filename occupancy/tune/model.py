@@ -486,9 +486,11 @@ def _work_mem_hiding(dev: Device, occ: OccupancyResult, warps: int, registers_pe
     them (a straight-line tile load issues them all), else one line per 32 registers;
     capped by the L1 lines they hold."""
     per_warp_bytes = 128.0 * (mix["ldg"] if mix.get("ldg") else max(1, registers_per_thread // 32))
-    if units and traffic is not None and traffic.global_loads:
+    if traffic is not None and traffic.global_loads and (units or mix.get("ldg")):
         # a warp has in flight the loads it issues before it first needs one of them:
-        # the SASS's batches (the compiler may keep a tile load to a few registers)
+        # the SASS's batches (the compiler may keep a tile load to a few registers); the
+        # bytes of one warp load are the run's, whether or not it counts the run's units
+        # (a float4 load is 512 B of a warp, not 128)
         per_warp_bytes = traffic.load_bytes / traffic.global_loads * _loads_per_batch(mix, traffic)
     lines, useful = 1.0, 128.0
     if traffic is not None and traffic.global_loads:
