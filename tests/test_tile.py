@@ -225,6 +225,7 @@ def test_seed_bank_cases() -> None:
     assert "2-way bank conflict" in text and "bank(s) 1 serve 2 different words" in text
 
 
+@pytest.mark.slow
 def test_a_dram_bound_near_tie_picks_the_higher_occupancy() -> None:
     """The shipped transposes at n = 11000 on the H200: tall 16x16 (75% occupancy) is
     predicted 1.2% faster than vec 16x16 (100%), closer than a measurement tells apart, and
@@ -246,6 +247,7 @@ def test_a_dram_bound_near_tie_picks_the_higher_occupancy() -> None:
     assert data["recommended"]["label"] == pick.label and data["recommended"]["occupancy"] == 1.0
 
 
+@pytest.mark.slow
 def test_an_fp32_bound_near_tie_keeps_the_fastest_predicted() -> None:
     """At the FP32 roof more warps add no issue slots: regblock128 8x8 k16 (12.5%) stays
     the pick over regblock128 8x8 (25%), 1.3% slower predicted, on the GTX 1080."""

@@ -268,6 +268,7 @@ def _tile(*args: str) -> Any:
     return CliRunner().invoke(main, ["tile", str(MANIFEST), *args])
 
 
+@pytest.mark.slow
 def test_tile_json_per_device(checked: dict[str, Any]) -> None:
     import triton
 

@@ -40,16 +40,20 @@ def run(*args: str) -> object:
 @pytest.mark.slow
 def test_sgemm_space_registers_equal_ptxas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                           ) -> None:
-    """Every point of the SGEMM space on sm_90 (nvcc) and sm_70 (NVRTC): the registers and
-    shared memory `tile` ranks with equal what ptxas prints for explicit instantiations.
-    (Resources only: the time model, tested elsewhere, is left out.)"""
+    """The SGEMM space's 16 points with BK = 8 (every BM, BN, TM, TN) on sm_90 (nvcc) and
+    sm_70 (NVRTC): the registers and shared memory `tile` ranks with equal what ptxas
+    prints for explicit instantiations. (Resources only: the time model, tested
+    elsewhere, is left out.)"""
+    import dataclasses
+
     _need_nvcc()
     from occupancy.tune import spaces
 
     monkeypatch.setattr(spaces, "_predicted", lambda spec, dev, ranked: ranked)
     spec = load_tuning(SGEMM, "sgemm2d")
+    spec = dataclasses.replace(spec, space={**spec.space, "BK": [8]})
     pts, removed = points(spec)
-    assert removed == 0 and len(pts) == 32
+    assert removed == 0 and len(pts) == 16
     inst = tmp_path / "inst.cu"
     inst.write_text(f'#include "{ROOT / "examples" / "sgemm" / "sgemm.cuh"}"\n' + "".join(
         f"template __global__ void {p.function}(int, int, int, float, const float*, "
@@ -75,7 +79,7 @@ def test_sgemm_space_registers_equal_ptxas(tmp_path: Path, monkeypatch: pytest.M
                                 os.devnull], capture_output=True, text=True, check=True)
             log = p.stderr + p.stdout
         truth = {m.group(1): (int(m.group(2)), int(m.group(3) or 0)) for m in _USED.finditer(log)}
-        assert len(truth) == 32
+        assert len(truth) == 16
         for x in rep.ranked:
             assert x.resources is not None, x.reasons
             assert truth[x.resources.function] == (x.resources.registers_per_thread,
