@@ -16,11 +16,13 @@ import errno
 import os
 import resource
 import signal
-import subprocess
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # subprocess and tempfile load when a tool runs, not at every start
+    import subprocess
 
 GIB = 1 << 30
 COMPILER_MEMORY = 4 * GIB  # nvcc + cicc + ptxas of a CUTLASS-sized kernel stay well under
@@ -76,6 +78,9 @@ def run_tool(cmd: Sequence[str], *, timeout: float, memory: int = TOOL_MEMORY,
              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run a tool to completion under limits; its group is killed on a timeout, an error
     or a signal. Raises subprocess.TimeoutExpired and OSError as subprocess.run does."""
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             tempfile.TemporaryFile() as inp:
         if stdin is not None:
