@@ -4,7 +4,6 @@ read; every number the same as a build compiled alone, and the cache as sound as
 
 from __future__ import annotations
 
-import os
 import subprocess
 import unittest.mock
 from dataclasses import replace
@@ -16,17 +15,11 @@ from occupancy.build import builds
 from occupancy.build.batch import compile_builds
 from occupancy.build.builds import compile_build, preprocessed_files
 from occupancy.build.compilers import make_build, nvcc_path, nvdisasm_path
+from tests.needs import need
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "tests" / "fixtures" / "project"
 STAGED = "_Z6stagedPf"
-
-
-def _need(tool: object, what: str) -> None:
-    if tool is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{what} missing in CI")
-        pytest.skip(f"{what} not found")
 
 
 @pytest.fixture(autouse=True)
@@ -56,7 +49,7 @@ def test_builds_that_differ_in_an_unused_define_share_one_compile(
     """Six entries differ only in a define the code never reads: one compile; two that set
     BIG (staged's shared array) are other translation units: one compile each. Every
     result equals the build compiled alone, and each has its own cache entry."""
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     todo = [_project_build(V=i) for i in range(6)]
     todo += [_project_build(V=9, USE_BIG_TILE=1, BIG=512), _project_build(V=9, USE_BIG_TILE=1, BIG=1024)]
     calls, counting = _counting()
@@ -76,7 +69,7 @@ def test_builds_that_differ_in_an_unused_define_share_one_compile(
 def test_a_header_one_define_includes_is_that_builds_own(tmp_path: Path) -> None:
     """An include only one define's build reads makes its translation unit another one (the
     line markers name it): compiled on its own, and its cache entry alone depends on it."""
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     (tmp_path / "extra.h").write_text("")  # empty: the code is the same, the files read are not
     src = tmp_path / "k.cu"
     src.write_text('#if WITH_EXTRA\n#include "extra.h"\n#endif\n'
@@ -99,7 +92,7 @@ def test_the_cache_depends_on_device_headers_not_host_only_ones(tmp_path: Path) 
     """The files a build depends on are those of the device preprocessing (nvcc -MD also ran
     a host-side one): a header only device code includes invalidates the entry when it
     changes, a host-only one cannot change the cubin and does not."""
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     (tmp_path / "dev.h").write_text("#define N 64\n")
     (tmp_path / "host.h").write_text("static int host_only = 1;\n")
     src = tmp_path / "k.cu"
@@ -121,8 +114,8 @@ def test_the_cache_depends_on_device_headers_not_host_only_ones(tmp_path: Path) 
 @pytest.mark.slow
 def test_check_leaves_out_the_loop_mix_and_a_later_build_adds_it_from_the_cubin(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _need(nvcc_path(), "nvcc")
-    _need(nvdisasm_path(), "nvdisasm")
+    need(nvcc_path(), "nvcc")
+    need(nvdisasm_path(), "nvdisasm")
     b = _project_build()
     calls, counting = _counting()
     with unittest.mock.patch.object(builds, "_nvcc_build", counting):
@@ -142,7 +135,7 @@ def test_nvcc_preprocesses_alike_for_E_and_cubin(tmp_path: Path) -> None:
     """What the sharing rests on: `nvcc -E` gives byte for byte the translation unit that
     `nvcc -cubin` hands cicc (.cpp1.ii), with every kind of flag a manifest may give."""
     nvcc = nvcc_path()
-    _need(nvcc, "nvcc")
+    need(nvcc, "nvcc")
     assert nvcc
     b = make_build(PROJECT / "src" / "kernels.cu", "sm_80", include_dirs=[str(PROJECT / "include")],
                    flags=["-O3", "--use_fast_math", "-std=c++17", "-Xcompiler", "-fopenmp,-DHOST=1",

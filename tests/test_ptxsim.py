@@ -4,7 +4,6 @@ prices, checked on kernels whose access patterns are known by hand, and on hosti
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -12,19 +11,13 @@ import pytest
 
 from occupancy.build.binaries import _load_batches
 from occupancy.build.builds import build_ptx
-from occupancy.build.compilers import make_build, nvcc_path
+from occupancy.build.compilers import make_build
 from occupancy.core.banks import bank_conflicts
 from occupancy.tune.ptxsim import ARRAY_STRIDE, MAX_STEPS, PtxError, block_sample, parse_kernel, run_warp
+from tests.needs import need_nvcc
 
 ROOT = Path(__file__).resolve().parent.parent
 A, B, C = (ARRAY_STRIDE * i for i in (1, 2, 3))
-
-
-def _need_nvcc() -> None:
-    if nvcc_path() is None:
-        if os.environ.get("CI"):
-            pytest.fail("nvcc missing in CI")
-        pytest.skip("nvcc not found")
 
 
 def _ptx(source: Path, *instances: str, arch: str = "sm_90", **kw: object) -> str:
@@ -70,7 +63,7 @@ def test_transpose_conflicts_and_lines() -> None:
     """examples/transpose, TILE 32 x ROWS 8: each warp stores 4 rows of the tile (1 pass
     each) and reads 4 columns: 32-way conflicts without padding, conflict-free with it.
     Its 4 loads and 4 stores each touch one 128-byte line."""
-    _need_nvcc()
+    need_nvcc()
     src = ROOT / "examples" / "transpose" / "transpose.cuh"
     ptx = _ptx(src, "transpose_tiled<32, 8, 0>", "transpose_tiled<32, 8, 1>")
     for pad, wavefronts in ((0, 4 + 4 * 32), (1, 8)):
@@ -86,7 +79,7 @@ def test_the_last_warp_shows_the_rows_warp_0_misses() -> None:
     TILE 32 x ROWS 4, warp 0 reads rows 4k (aligned: one line per load) and the last warp
     rows 4k + 3 (two lines each); the block's sample is their mean. A warp past the block
     is refused."""
-    _need_nvcc()
+    need_nvcc()
     src = ROOT / "examples" / "transpose" / "transpose.cuh"
     ptx = _ptx(src, "transpose_tiled<32, 4, 1>")
     entry = _entry(ptx, "transpose")
@@ -105,7 +98,7 @@ def test_whole_runs_past_a_repeating_loop() -> None:
     """A repeating loop ends the run early (its iteration is the unit) unless `whole`, for
     a kernel without declared FLOPs: then the warp runs to its end. SGEMM at K = 128: 8
     iterations of its k loop."""
-    _need_nvcc()
+    need_nvcc()
     src = ROOT / "examples" / "sgemm" / "sgemm.cuh"
     ptx = _ptx(src, "sgemm2DBlocktiling<128, 64, 16, 8, 8>")
     entry = _entry(ptx, "sgemm")
@@ -123,7 +116,7 @@ def test_sgemm_iteration() -> None:
     half reads 2 rows 512 bytes apart, 2-way: 4 passes) and B (lanes 32 bytes apart,
     2-way per quarter: 8 passes), 24 tile stores, 24 loads (A: 2 rows of 16 floats per
     warp, 2 lines; B: 1 line), 2 barriers."""
-    _need_nvcc()
+    need_nvcc()
     src = ROOT / "examples" / "sgemm" / "sgemm.cuh"
     ptx = _ptx(src, "sgemm2DBlocktiling<128, 64, 16, 8, 8>")
     t = run_warp(ptx, _entry(ptx, "sgemm"), [4096, 4096, 4096, 1.0, A, B, 0.0, C], (128,),
@@ -138,7 +131,7 @@ def test_sgemm_iteration() -> None:
 def test_llmc_rows_per_lane() -> None:
     """llm.c matmul_forward_kernel1 with 32 x 32 blocks: each lane walks its own row of
     `inp` (32 lines per load) while the warp shares one row of `weight` (1 line)."""
-    _need_nvcc()
+    need_nvcc()
     src = ROOT.parent / "shared" / "realcode" / "llm.c" / "dev" / "cuda" / "matmul_forward.cu"
     if not src.is_file():
         pytest.skip("../shared/realcode not beside the checkout")
@@ -239,7 +232,7 @@ def test_unrolled_loop_merges_row_reads() -> None:
     LDS.128 over 4 k, 4 per k, 96 fewer per tile (8 k). The unit is the tile loop (its
     loads and barriers), not the k loop, and the unroll comes from the SASS (128 FFMAs in
     the SASS loop over 32 per PTX iteration)."""
-    _need_nvcc()
+    need_nvcc()
     from occupancy.build.builds import compile_build
     from occupancy.tune.traffic import warp_traffic
 
@@ -327,7 +320,7 @@ def test_atomics_every_block_shares(tmp_path: Path) -> None:
     thread 0's one atomicAdd per block is 1/8 per warp of a 256-thread block; a per-block
     total is not contended; every lane adding to one int counter is 32 per warp. The model
     prices them at the measured H200 rate (bench/results/h200-atomics.json)."""
-    _need_nvcc()
+    need_nvcc()
     from occupancy.build.compilers import make_build
     from occupancy.tune.model import ATOMIC_FLOAT_NS, ATOMIC_INT_NS, contended_atomic_seconds
     from occupancy.tune.traffic import warp_traffic

@@ -4,7 +4,6 @@ device linker itself reports (nvlink -v, read here with the test's own regex) or
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ from occupancy.build.link import nvjitlink_lib, nvlink_path
 from occupancy.build.resolve import CheckResolver
 from occupancy.gate.check import evaluate
 from occupancy.inputs.manifest import load_manifest
+from tests.needs import need
 
 ROOT = Path(__file__).resolve().parent.parent
 RDC = ROOT / "tests" / "fixtures" / "rdc"
@@ -27,13 +27,6 @@ MM = "tiled_matmul.cu"
 SAMPLES = Path("/work/.mirror/NVIDIA+cuda-samples/repo")  # a local snapshot, where there is one
 _NVLINK = re.compile(r"Function properties for '([^']+)':.*\n.*used (\d+) registers, used \d+ "
                      r"barriers, (\d+) stack, (\d+) bytes smem")
-
-
-def _need(tool: object, what: str) -> None:
-    if tool is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{what} missing in CI")
-        pytest.skip(f"{what} not found")
 
 
 @pytest.fixture(autouse=True)
@@ -71,7 +64,7 @@ def rdc_by_hand(arch: str, sources: list[Path], tmp: Path, *extra: str) -> tuple
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_100"])
 def test_rdc_source_relocatable_and_linked_cubins_equal_nvlink(arch: str, tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     rel, linked, log = rdc_by_hand(arch, [RDC / MM, RDC / "scale_helper.cu"], tmp_path)
     truth = nvlink_says(log, arch)
     assert truth["_Z12tiled_matmulILi32EEvPfPKfS2_ii"][1] == 8192
@@ -96,8 +89,8 @@ def test_rdc_source_relocatable_and_linked_cubins_equal_nvlink(arch: str, tmp_pa
 
 @pytest.mark.slow
 def test_cuobjdump_on_the_linked_image_agrees(tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
-    _need(cuda_tool("cuobjdump"), "cuobjdump")
+    need(nvcc_path(), "nvcc")
+    need(cuda_tool("cuobjdump"), "cuobjdump")
     _, linked, _ = rdc_by_hand("sm_90", [RDC / MM, RDC / "scale_helper.cu"], tmp_path)
     r = subprocess.run([str(cuda_tool("cuobjdump")), "-res-usage", str(linked)],
                        capture_output=True, text=True, check=True)
@@ -113,8 +106,8 @@ def test_cuobjdump_on_the_linked_image_agrees(tmp_path: Path) -> None:
 @pytest.mark.parametrize("arch", ["sm_61", "sm_70"])
 def test_rdc_from_source_on_nvrtc_archs(arch: str, tmp_path: Path) -> None:
     c = nvrtc_compiler()
-    _need(c, "NVRTC and ptxas 12.9 (the compiler extra)")
-    _need(nvjitlink_lib(), "nvJitLink 12 (the compiler extra)")
+    need(c, "NVRTC and ptxas 12.9 (the compiler extra)")
+    need(nvjitlink_lib(), "nvJitLink 12 (the compiler extra)")
     assert c
     found = compile_build(make_build(RDC / MM, arch, flags=["-rdc=true"],
                                      link=[str(RDC / "scale_helper.cu")]))
@@ -141,9 +134,9 @@ def test_rdc_from_source_on_nvrtc_archs(arch: str, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_manifest_of_rdc_entries_on_four_gpus() -> None:
-    _need(nvcc_path(), "nvcc")
-    _need(nvrtc_compiler(), "NVRTC")
-    _need(nvjitlink_lib(), "nvJitLink 12")
+    need(nvcc_path(), "nvcc")
+    need(nvrtc_compiler(), "NVRTC")
+    need(nvjitlink_lib(), "nvJitLink 12")
     verdicts = evaluate(load_manifest(RDC / "launches.yaml"), CheckResolver())
     assert len(verdicts) == 12 and all(v.status == "pass" for v in verdicts), \
         [(v.kernel, v.device, v.problems) for v in verdicts if v.status != "pass"]
@@ -155,7 +148,7 @@ def test_manifest_of_rdc_entries_on_four_gpus() -> None:
 
 @pytest.mark.slow
 def test_unresolved_device_function_names_itself_and_the_fix(tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     from occupancy.core.errors import OccupancyError
 
     with pytest.raises(OccupancyError) as e:
@@ -174,7 +167,7 @@ def test_unresolved_device_function_names_itself_and_the_fix(tmp_path: Path) -> 
 @pytest.mark.parametrize(("arch", "gpu"), [("sm_90", "h100"), ("sm_100", "b200")])
 def test_ptxas_log_of_an_rdc_compile_is_refused_and_nvlinks_report_is_read(
         arch: str, gpu: str, tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     nvcc = nvcc_path()
     assert nvcc
     log = tmp_path / "build.log"
@@ -221,7 +214,7 @@ def _samples_matrixmul(tmp: Path) -> Path | None:
 
 @pytest.mark.slow
 def test_cuda_samples_matrixmul_with_its_cmake_flags(tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     src = _samples_matrixmul(tmp_path)
     if src is None:
         pytest.skip("no local cuda-samples snapshot")
@@ -248,8 +241,8 @@ def test_cuda_samples_matrixmul_with_its_cmake_flags(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_resources_for_device_of_a_fatbin_with_relocatable_code(tmp_path: Path) -> None:
     """An object from nvcc -dc holds a relocatable fatbin: linked here per arch."""
-    _need(nvcc_path(), "nvcc")
-    _need(cuda_tool("cuobjdump"), "cuobjdump")
+    need(nvcc_path(), "nvcc")
+    need(cuda_tool("cuobjdump"), "cuobjdump")
     nvcc = nvcc_path()
     assert nvcc
     obj = tmp_path / "k.o"
@@ -263,7 +256,7 @@ def test_resources_for_device_of_a_fatbin_with_relocatable_code(tmp_path: Path) 
 @pytest.mark.slow
 def test_starter_manifest_keeps_include_dirs_and_flags_and_checks_as_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     import yaml
     from click.testing import CliRunner
 
@@ -303,7 +296,7 @@ def test_host_only_flags_are_accepted_and_compile() -> None:
 
     flags, defines = check_flags(HOST_ONLY, "t")
     assert "-Xcompiler=-fopenmp" in flags and "-Werror=all-warnings" in flags and not defines
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     found = compile_build(make_build(RDC / MM, "sm_80", flags=[*HOST_ONLY, "-dc"],
                                      defines={"NO_SCALED_COPY": 1}))
     k = found["_Z12tiled_matmulILi32EEvPfPKfS2_ii"]
@@ -333,7 +326,7 @@ def test_nvrtc_gets_its_own_spelling_and_errors_name_the_real_blocker(tmp_path: 
     assert nvrtc_flags(("--extended-lambda", "--expt-relaxed-constexpr", "-Xcompiler=-fopenmp",
                         "-Wno-deprecated-gpu-targets", "--use_fast_math", "-lineinfo")) == \
         ["--use_fast_math", "-lineinfo"]
-    _need(nvrtc_compiler(), "NVRTC")
+    need(nvrtc_compiler(), "NVRTC")
     lam = tmp_path / "lam.cu"
     lam.write_text("__global__ void k(float* x) {\n"
                    "  auto f = [] __device__ (float v) { return 2 * v; };\n  x[0] = f(x[1]);\n}\n")
@@ -355,7 +348,7 @@ def test_nvrtc_gets_its_own_spelling_and_errors_name_the_real_blocker(tmp_path: 
 
 def test_manifest_names_the_nvcc_per_arch(tmp_path: Path) -> None:
     nvcc = nvcc_path()
-    _need(nvcc, "nvcc")
+    need(nvcc, "nvcc")
     m = tmp_path / "m.yaml"
     m.write_text(f"devices: [a100, v100]\ncompilers: {{sm_80: {nvcc}, sm_70: {nvcc}}}\n"
                  f"kernels:\n  - name: mm\n    source: {RDC / MM}\n    function: tiled_matmul<16>\n"
@@ -400,7 +393,7 @@ def test_four_cold_parallel_builds_of_one_file_three_times(
     its own folder (cwd, -keep-dir and TMPDIR), so cold builds of one file never collide; the
     template instance makes all four write the one instantiating wrapper at once. Three
     rounds of four cold builds."""
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     from concurrent.futures import ThreadPoolExecutor
 
     src = tmp_path / "k.cu"
@@ -417,7 +410,7 @@ def test_four_cold_parallel_builds_of_one_file_three_times(
 
 @pytest.mark.slow
 def test_failures_are_cached_until_a_file_changes(tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     from occupancy.build import builds
     from occupancy.build.resources import CompileError
 
@@ -450,7 +443,7 @@ def test_failures_are_cached_until_a_file_changes(tmp_path: Path) -> None:
 def test_a_header_that_shadows_the_recorded_one_invalidates_the_cache(tmp_path: Path) -> None:
     """The cache recorded include/b/tile.h; a tile.h added later to include/a (searched
     first) is what the compiler now reads: the cached 8-register answer must not be kept."""
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
     b.mkdir()
@@ -491,7 +484,7 @@ def test_names_with_macros_defaults_and_deduced_types_match_one_completion() -> 
 
 @pytest.mark.slow
 def test_names_as_launches_write_them_from_a_real_build() -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     verdicts = evaluate(load_manifest(ROOT / "tests" / "fixtures" / "names" / "launches.yaml"),
                         CheckResolver())
     got = {v.kernel: v for v in verdicts if v.device == "a100"}
@@ -508,8 +501,8 @@ def test_names_as_launches_write_them_from_a_real_build() -> None:
 def test_a_multi_arch_relocatable_fatbin_is_linked_per_arch(tmp_path: Path) -> None:
     """nvcc -fatbin -rdc=true for sm_80/90/100: every arch's relocatable cubin is linked here
     and equals what nvlink reports for the same code."""
-    _need(nvcc_path(), "nvcc")
-    _need(cuda_tool("cuobjdump"), "cuobjdump")
+    need(nvcc_path(), "nvcc")
+    need(cuda_tool("cuobjdump"), "cuobjdump")
     nvcc = nvcc_path()
     assert nvcc
     fat = tmp_path / "k.fatbin"

@@ -21,6 +21,7 @@ from occupancy.cli import main
 from occupancy.core.solver import solve
 from occupancy.gate.check import evaluate
 from occupancy.inputs.manifest import load_manifest
+from tests.needs import need
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "tests" / "fixtures" / "project"
@@ -29,13 +30,6 @@ LLMC = ROOT.parent / "shared" / "realcode" / "llm.c" / "dev" / "cuda"
 # "Used 96 registers, used 1 barriers, 16 bytes cumulative stack size, 8192 bytes smem":
 # the smem figure may come after other fields.
 _USED = re.compile(r"Function properties for (\S+)\n.*\n.*Used (\d+) registers(?:[^\n]*?(\d+) bytes smem)?")
-
-
-def _need(tool: object, what: str) -> None:
-    if tool is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{what} missing in CI")
-        pytest.skip(f"{what} not found")
 
 
 def ptxas_says(log: str) -> dict[str, tuple[int, int]]:
@@ -109,8 +103,8 @@ def test_project_equals_ptxas_through_nvrtc_and_nvcc() -> None:
     against nvlink's own report in tests/test_realbuilds.py.)"""
     import dataclasses
 
-    _need(nvcc_path(), "nvcc")
-    _need(nvrtc_compiler(), "NVRTC and ptxas 12.9 (the compiler extra)")
+    need(nvcc_path(), "nvcc")
+    need(nvrtc_compiler(), "NVRTC and ptxas 12.9 (the compiler extra)")
     m = load_manifest(PROJECT / "launches.yaml")
     assert list(m.devices) == ["gtx1080", "v100", "a100", "h100"]
     two = {k: m.devices[k] for k in ("gtx1080", "h100")}
@@ -142,7 +136,7 @@ def test_project_equals_ptxas_through_nvrtc_and_nvcc() -> None:
 
 @pytest.mark.slow
 def test_typed_defines_and_the_header_beside_the_source(tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     text = (PROJECT / "launches.yaml").read_text()
     for value, smem in (("true", 16384), ("false", 1024), ("0", 1024), ("2", 16384)):
         p = _beside_project(tmp_path, text.replace("{USE_BIG_TILE: true}", f"{{USE_BIG_TILE: {value}}}")
@@ -154,7 +148,7 @@ def test_typed_defines_and_the_header_beside_the_source(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_extern_device_call_needs_rdc_and_the_error_names_path_kernel_device(
         tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     p = _beside_project(tmp_path, (PROJECT / "launches.yaml").read_text()
                         .replace("-rdc=true, ", "").replace("    link: [src/helper.cu]\n", "")
                         .replace("[gtx1080, v100, a100, h100]", "[a100]"), "nordc.yaml")
@@ -172,7 +166,7 @@ def test_extern_device_call_needs_rdc_and_the_error_names_path_kernel_device(
 
 @pytest.mark.slow
 def test_launch_bound_from_the_compiler_refuses_a_bigger_block(tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     p = _beside_project(tmp_path, (PROJECT / "launches.yaml").read_text().replace(
         "function: bounded\n    block: 128", "function: bounded\n    block: 256")
         .replace("[gtx1080, v100, a100, h100]", "[h100]"), "bound.yaml")
@@ -181,7 +175,7 @@ def test_launch_bound_from_the_compiler_refuses_a_bigger_block(tmp_path: Path) -
 
 
 def test_names_as_people_write_them_and_ambiguity(tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     p = _beside_project(tmp_path, "devices: [a100]\ninclude_dirs: [include]\nkernels:\n"
                         "  - {name: a, source: src/kernels.cu, function: tiled_transpose, block: 256}\n"
                         "  - {name: b, source: src/kernels.cu, function: nope, block: 256}\n"
@@ -197,7 +191,7 @@ def test_names_as_people_write_them_and_ambiguity(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_header_edit_invalidates_the_cache(tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     proj = tmp_path / "proj"
     shutil.copytree(PROJECT, proj)
     m = proj / "staged.yaml"  # the one entry whose shared memory the header sets
@@ -218,9 +212,9 @@ def test_header_edit_invalidates_the_cache(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_llmc_kernels(tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     if not LLMC.is_dir():
-        _need(None, f"the llm.c corpus at {LLMC}")
+        need(None, f"the llm.c corpus at {LLMC}")
     p = tmp_path / "llmc.yaml"
     names = {"gelu_forward": "gelu_forward_kernel2", "softmax_forward": "softmax_forward_kernel7",
              "layernorm_forward": "layernorm_forward_kernel3", "adamw": "adamw_kernel2",
@@ -254,7 +248,7 @@ def _nvcc(*args: str) -> None:
 
 @pytest.mark.slow
 def test_multi_arch_ptxas_log_is_read_per_arch(tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     nvcc = nvcc_path()
     assert nvcc
     r = subprocess.run([nvcc, "-fatbin", "-gencode", "arch=compute_75,code=sm_75", "-gencode",
@@ -287,10 +281,10 @@ def test_multi_arch_ptxas_log_is_read_per_arch(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_binaries_per_arch_sass_jit_and_errors(tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     from occupancy.build.images import cuobjdump_path
 
-    _need(cuobjdump_path(), "cuobjdump (the compiler extra)")
+    need(cuobjdump_path(), "cuobjdump (the compiler extra)")
     src = str(PROJECT / "src" / "kernels.cu")
     inc = f"-I{PROJECT / 'include'}"
     _nvcc("-fatbin", "-gencode", "arch=compute_80,code=sm_80", "-gencode",
@@ -333,7 +327,7 @@ def test_static_shared_memory_over_48_kb_cannot_launch() -> None:
 
 @pytest.mark.slow
 def test_resources_command_lists_and_starts_a_manifest(tmp_path: Path) -> None:
-    _need(nvcc_path(), "nvcc")
+    need(nvcc_path(), "nvcc")
     import json
 
     src = str(PROJECT / "src" / "kernels.cu")

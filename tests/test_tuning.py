@@ -18,19 +18,13 @@ from occupancy.core.errors import OccupancyError
 from occupancy.inputs.expr import ExprError, parse
 from occupancy.inputs.manifest.tuning import load_tuning
 from occupancy.tune.spaces import points, rank
+from tests.needs import need_nvcc
 
 ROOT = Path(__file__).resolve().parent.parent
 SGEMM = ROOT / "examples" / "sgemm" / "tune.yaml"
 # "Used 96 registers, used 1 barriers, 16 bytes cumulative stack size, 8192 bytes smem":
 # the smem figure may come after other fields.
 _USED = re.compile(r"Function properties for (\S+)\n.*\n.*Used (\d+) registers(?:[^\n]*?(\d+) bytes smem)?")
-
-
-def _need_nvcc() -> None:
-    if nvcc_path() is None:
-        if os.environ.get("CI"):
-            pytest.fail("nvcc missing in CI")
-        pytest.skip("nvcc not found")
 
 
 def run(*args: str) -> object:
@@ -46,7 +40,7 @@ def test_sgemm_space_registers_equal_ptxas(tmp_path: Path, monkeypatch: pytest.M
     elsewhere, is left out.)"""
     import dataclasses
 
-    _need_nvcc()
+    need_nvcc()
     from occupancy.tune import spaces
 
     monkeypatch.setattr(spaces, "_predicted", lambda spec, dev, ranked: ranked)
@@ -88,7 +82,7 @@ def test_sgemm_space_registers_equal_ptxas(tmp_path: Path, monkeypatch: pytest.M
 
 @pytest.mark.slow
 def test_tile_json_ranks_prunes_and_explains() -> None:
-    _need_nvcc()
+    need_nvcc()
     r = run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200", "--json")
     assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
     d = json.loads(r.stdout)  # type: ignore[attr-defined]
@@ -114,7 +108,7 @@ def test_tile_json_ranks_prunes_and_explains() -> None:
 
 @pytest.mark.slow
 def test_set_changes_the_problem() -> None:
-    _need_nvcc()
+    need_nvcc()
     d = json.loads(run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200", "--set", "M=2048",
                        "--set", "N=1024", "--json").stdout)  # type: ignore[attr-defined]
     assert d["problem"] == {"M": 2048, "N": 1024, "K": 4096}
@@ -175,7 +169,7 @@ BAD = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("change", "message"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
 def test_bad_tuning_manifests(tmp_path: Path, change: dict[str, str], message: str) -> None:
-    _need_nvcc()
+    need_nvcc()
     p = _manifest(tmp_path, **change)
     # two points (one compile) say what 32 would: none of these errors depends on the count
     p.write_text(p.read_text().replace('      - "BM * BN / (TM * TN) >= BK"\n',
@@ -262,7 +256,7 @@ def test_check_skips_tuning_entries_and_tile_needs_kernel(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_llmc_kernel_tuned_with_registers_from_ptxas() -> None:
-    _need_nvcc()
+    need_nvcc()
     llmc = ROOT.parent / "shared" / "realcode" / "llm.c" / "dev" / "cuda"
     if not llmc.is_dir():
         if os.environ.get("CI"):
@@ -310,7 +304,7 @@ def test_model_against_the_h200_out_of_sample(record: str, kernel: str,
     """Sizes the model was not calibrated on, re-predicted now: median |error| within 15%
     and the fastest measured point in the model's top 3 (bench/tuning_model_check.py does
     every record)."""
-    _need_nvcc()
+    need_nvcc()
     manifest = {"transpose": ROOT / "examples/transpose/tune.yaml",
                 "matmul_forward_kernel1": ROOT / "examples/llmc/tune.yaml",
                 "layernorm_forward_kernel3": ROOT / "examples/llmc/tune.yaml"}[kernel]
@@ -338,7 +332,7 @@ def test_model_sees_the_l1_left_beside_shared_memory() -> None:
     L1) without changing the code or, for ROWS 4, the resident warps. At n = 5000 (rows
     misaligned to lines) the model's slowdown for each shape is within 8 points of the
     measured one (11-17%, or 2% for 64 x 2, already at 228 KB with X = 0)."""
-    _need_nvcc()
+    need_nvcc()
     data = json.loads((ROOT / "bench/results/h200-transpose-smem/smem-5000.json").read_text())
     measured = {tuple(r["params"].values()): r["measured"]["median_ms"] for r in data["results"]}
     spec = load_tuning(ROOT / "bench/transpose_smem/tune.yaml", "transpose", {"N": 5000})
@@ -356,7 +350,7 @@ def test_model_sees_the_l1_left_beside_shared_memory() -> None:
 
 @pytest.mark.slow
 def test_store_lookup_marks_measured_or_model_pick() -> None:
-    _need_nvcc()
+    need_nvcc()
     store = str(ROOT / "bench" / "results" / "h200-tuning" / "store.json")
     on = json.loads(run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200", "--store", store,
                         "--json").stdout)  # type: ignore[attr-defined]
@@ -381,7 +375,7 @@ def test_tile_explains_conflicts_and_coalescing() -> None:
     """`tile` says what one warp of each point did: the transpose's unpadded 32-wide tiles
     pass 16.5x the conflict-free shared wavefronts (4 stores + 4 column reads of 32 ways,
     against 8), the padded ones none; the text names the worst."""
-    _need_nvcc()
+    need_nvcc()
     r = run("tile", str(ROOT / "examples/transpose/tune.yaml"), "--kernel", "transpose",
             "-d", "h200", "--json")
     cands = {json.dumps(c["params"], sort_keys=True): c for c in json.loads(r.stdout)["candidates"]}
@@ -407,7 +401,7 @@ def test_a_misspelt_set_is_refused() -> None:
 @pytest.mark.slow
 def test_tile_answers_for_every_device_in_order() -> None:
     """Several -d: one answer per device, in the order given (JSON: a list)."""
-    _need_nvcc()
+    need_nvcc()
     # two devices of one architecture: one compile serves both
     r = run("tile", str(SGEMM), "--kernel", "sgemm2d", "-d", "h200", "-d", "h100", "--json")
     assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
@@ -425,7 +419,7 @@ def test_tile_answers_for_every_device_in_order() -> None:
 def test_reference_to_an_extern_c_kernel(tmp_path: Path) -> None:
     """An extern "C" kernel has no mangled name to read its signature from: its PTX entry
     gives the parameters (a 64-bit one where args has an array is its pointer)."""
-    _need_nvcc()
+    need_nvcc()
     (tmp_path / "k.cu").write_text(
         'extern "C" __global__ void scale(float *y, const float *x, int n) {\n'
         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n}\n"
@@ -462,7 +456,7 @@ def test_reference_to_an_extern_c_kernel(tmp_path: Path) -> None:
 def test_one_instance_that_does_not_compile_spares_the_others(tmp_path: Path) -> None:
     """The instances of a space compile together; one that fails (a static_assert) is
     built again alone, so only it is marked and the others are ranked."""
-    _need_nvcc()
+    need_nvcc()
     (tmp_path / "k.cu").write_text(
         "template <int B> __global__ void k(float *y, int n) {\n"
         "  static_assert(B != 64, \"B = 64 is not supported\");\n"
