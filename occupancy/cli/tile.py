@@ -93,12 +93,13 @@ def tile(target: str, device: tuple[str, ...], kernel: str | None, size: int,
         from occupancy.inputs.manifest.tuning import load_tuning
 
         specs = [load_tuning(target, kernel, problem_sets(sets))]
-    if store and kernel is not None:  # a bad store is an error before minutes of compiles
+    stored = None
+    if store and kernel is not None:  # read first: a bad store is an error before any compile
         from occupancy.tune.store import read_store
 
-        read_store(store)
+        stored = (store, read_store(store))
     caps = (max_points, max_compiles, max_instances)
-    emit([_tile_one(specs, dev, caps, store, target if kernel is None else None) for dev in devs],
+    emit([_tile_one(specs, dev, caps, stored, target if kernel is None else None) for dev in devs],
          fmt)
 
 
@@ -113,8 +114,8 @@ def _with_status(what: str, work: Callable[[], Any]) -> Any:
         return work()
 
 
-def _tile_one(specs: list[Any], dev: Any, caps: tuple[int, int, int], store: str | None,
-              family: str | None) -> Any:
+def _tile_one(specs: list[Any], dev: Any, caps: tuple[int, int, int],
+              stored: tuple[str, dict[str, Any]] | None, family: str | None) -> Any:
     """One device's ranking of the entries (a family ranks all of its manifest's together),
     with what a `measure --store` file says for this GPU."""
     from occupancy.inputs.safety import inert
@@ -126,11 +127,11 @@ def _tile_one(specs: list[Any], dev: Any, caps: tuple[int, int, int], store: str
     count = sum(len(pts) for _, pts, _ in entries)
     rep = _with_status(f"compiling and ranking {count:,} points for {inert(dev.name)}",
                        lambda: rank_entries(dev, entries, family))
-    if not store or family is not None:  # a store keeps one entry's measured best
+    if stored is None:  # a store keeps one entry's measured best (not a family's)
         return Tuned(rep)
     from occupancy.tune.store import lookup
 
-    return Tuned(rep, store, lookup(store, rep.spec, dev))
+    return Tuned(rep, stored[0], lookup(stored[1], rep.spec, dev))
 
 
 def _tile_triton(manifest: str, kernel: str, devs: list[Any], fmt: str, output: str | None,

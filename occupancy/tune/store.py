@@ -90,8 +90,8 @@ def read_store(path: str) -> dict[str, Any]:
     return data
 
 
-def lookup(path: str, spec: TuneSpec, dev: Device) -> dict[str, Any] | None:
-    """The measured best params for this kernel, problem and GPU, if the store has them."""
-    entries = read_store(path)["entries"]
-    hit = entries.get(store_key(spec.name, spec.problem, dev.name, dev.compute_capability))
+def lookup(store: dict[str, Any], spec: TuneSpec, dev: Device) -> dict[str, Any] | None:
+    """The measured best params for this kernel, problem and GPU, if the store (as
+    read_store read it) has them."""
+    hit = store["entries"].get(store_key(spec.name, spec.problem, dev.name, dev.compute_capability))
     return hit if isinstance(hit, dict) else None
