@@ -19,57 +19,83 @@ def alu(w: Warp, ins: Insn, lanes: list[int]) -> None:
         return
     d = args[0]
     if op == "setp":
-        cmp_ = parts[0]
-        targets = d.split("|")
-        for lane in lanes:
-            a, b = w.val(args[1], lane, t), w.val(args[2], lane, t)
-            res = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b,
-                   "ge": a >= b, "lo": a < b, "ls": a <= b, "hi": a > b, "hs": a >= b,
-                   "equ": a == b, "neu": a != b, "ltu": a < b, "leu": a <= b, "gtu": a > b,
-                   "geu": a >= b, "num": True, "nan": False}.get(cmp_, False)
-            if len(args) > 3 and parts[1] in ("and", "or", "xor"):
-                c = bool(w.val(args[3].lstrip("!"), lane, "pred")) != args[3].startswith("!")
-                res = {"and": res and c, "or": res or c, "xor": res != c}[parts[1]]
-            w.set(targets[0], lane, int(res), "pred")
-            if len(targets) > 1:
-                w.set(targets[1], lane, int(not res), "pred")
+        _setp(w, parts, args, t, lanes)
         return
     if op == "selp":
-        for lane in lanes:
-            p = w.val(args[3], lane, "pred")
-            w.set(d, lane, w.val(args[1] if p else args[2], lane, t), t)
+        p = w.vals(args[3], lanes, "pred")
+        a, b = w.vals(args[1], lanes, t), w.vals(args[2], lanes, t)
+        w.set_lanes(d, lanes, [x if c else y for c, x, y in zip(p, a, b, strict=True)], t)
         return
     if op in ("mov", "cvta", "cvt"):
-        src_t = types[-1] if op == "cvt" and len(types) > 1 else t
-        dst_t = types[0] if op == "cvt" and types else t
-        if d.startswith("{") or len(args) < 2:
-            return
-        for lane in lanes:
-            v = w.val(args[1], lane, src_t)
-            if op == "cvta":
-                if "to" in parts:
-                    v = int(v) - (SHARED_TAG if "shared" in parts else
-                                  LOCAL_TAG if "local" in parts else 0)
-                else:
-                    v = int(v) + (SHARED_TAG if "shared" in parts else
-                                  LOCAL_TAG if "local" in parts else 0)
-            elif op == "cvt" and isinstance(v, float) and not dst_t.startswith("f"):
-                v = (math.floor(v) if "rmi" in parts else math.ceil(v) if "rpi" in parts
-                     else round(v) if "rni" in parts else math.trunc(v)) if math.isfinite(v) else 0
-            w.set(d, lane, v, dst_t)
+        _move(w, op, parts, args, types, t, lanes)
         return
     wide = "wide" in parts
     src_t = t
     dst_t = (t[0] + str(2 * int(t[1:]))) if wide and t[1:].isdigit() else t
     flt = t.startswith("f")
-    for lane in lanes:
-        x = [w.val(a, lane, "pred" if a.lstrip("!").startswith("%p") and op in
+    cols = [w.vals(a, lanes, "pred" if a.lstrip("!").startswith("%p") and op in
                    ("and", "or", "xor", "not") and t == "pred" else src_t) for a in args[1:]]
+    out: list[float | int] = []
+    for x in zip(*cols, strict=True) if cols else ([] for _ in lanes):
         try:
-            v = _apply(op, parts, x, src_t, flt)
+            v = _apply(op, parts, list(x), src_t, flt)
         except (ArithmeticError, ValueError, IndexError):
             v = 0.0 if flt else 0
-        w.set(d, lane, v, dst_t)
+        out.append(v)
+    w.set_lanes(d, lanes, out, dst_t)
+
+
+_COMPARE = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+            "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+            "lo": lambda a, b: a < b, "ls": lambda a, b: a <= b, "hi": lambda a, b: a > b,
+            "hs": lambda a, b: a >= b, "equ": lambda a, b: a == b, "neu": lambda a, b: a != b,
+            "ltu": lambda a, b: a < b, "leu": lambda a, b: a <= b, "gtu": lambda a, b: a > b,
+            "geu": lambda a, b: a >= b, "num": lambda a, b: True, "nan": lambda a, b: False}
+
+
+def _setp(w: Warp, parts: tuple[str, ...], args: tuple[str, ...], t: str,
+          lanes: list[int]) -> None:
+    """setp: the comparison of each lane's two values (and-ed, or-ed or xor-ed with a third
+    predicate where the instruction names one) into its one or two predicates."""
+    cmp_ = _COMPARE.get(parts[0], lambda a, b: False)
+    targets = args[0].split("|")
+    res = [bool(cmp_(a, b)) for a, b in zip(w.vals(args[1], lanes, t), w.vals(args[2], lanes, t),
+                                            strict=True)]
+    if len(args) > 3 and parts[1] in ("and", "or", "xor"):
+        neg = args[3].startswith("!")
+        cs = [bool(c) != neg for c in w.vals(args[3].lstrip("!"), lanes, "pred")]
+        how = parts[1]
+        res = [(r and c) if how == "and" else (r or c) if how == "or" else r != c
+               for r, c in zip(res, cs, strict=True)]
+    w.set_lanes(targets[0], lanes, [int(r) for r in res], "pred")
+    if len(targets) > 1:
+        w.set_lanes(targets[1], lanes, [int(not r) for r in res], "pred")
+
+
+def _move(w: Warp, op: str, parts: tuple[str, ...], args: tuple[str, ...],
+          types: list[str], t: str, lanes: list[int]) -> None:
+    """mov, cvta (into and out of the shared and local windows) and cvt (a float to an
+    integer by the rounding its modifier names)."""
+    src_t = types[-1] if op == "cvt" and len(types) > 1 else t
+    dst_t = types[0] if op == "cvt" and types else t
+    d = args[0]
+    if d.startswith("{") or len(args) < 2:
+        return
+    vs = w.vals(args[1], lanes, src_t)
+    if op == "cvta":
+        tag = SHARED_TAG if "shared" in parts else LOCAL_TAG if "local" in parts else 0
+        vs = [int(v) - tag for v in vs] if "to" in parts else [int(v) + tag for v in vs]
+    elif op == "cvt" and not dst_t.startswith("f"):
+        vs = [_to_int(v, parts) if isinstance(v, float) else v for v in vs]
+    w.set_lanes(d, lanes, vs, dst_t)
+
+
+def _to_int(v: float, parts: tuple[str, ...]) -> int:
+    """cvt of a float to an integer, by the rounding its modifier names (0 if not finite)."""
+    if not math.isfinite(v):
+        return 0
+    return (math.floor(v) if "rmi" in parts else math.ceil(v) if "rpi" in parts
+            else round(v) if "rni" in parts else math.trunc(v))
 
 
 def _apply(op: str, parts: tuple[str, ...], x: list[float | int], t: str, flt: bool
@@ -148,8 +174,10 @@ def shfl(w: Warp, ins: Insn, lanes: list[int]) -> None:
     args = list(ins.args)
     d = args[0].split("|")[0]
     mode = next((p for p in ins.parts if p in ("idx", "up", "down", "bfly")), "idx")
-    src = {ln: w.val(args[1], ln) for ln in lanes}
-    for ln in lanes:
-        b = int(w.val(args[2], ln))
+    src = dict(zip(lanes, w.vals(args[1], lanes), strict=True))
+    out = []
+    for ln, v in zip(lanes, w.vals(args[2], lanes), strict=True):
+        b = int(v)
         other = {"idx": b, "up": ln - b, "down": ln + b, "bfly": ln ^ b}[mode] % WARP
-        w.set(d, ln, src.get(other, src[ln]))
+        out.append(src.get(other, src[ln]))
+    w.set_lanes(d, lanes, out)

@@ -5,8 +5,8 @@ into vector ones. Also the emulator's address space, which the symbols are laid 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from occupancy.build.names import split_top
 
@@ -167,7 +167,8 @@ def _vector_groups(code: list[Insn], starts: set[int]) -> dict[int, tuple[int, i
     return groups
 
 
-def access_bytes(parts: Sequence[str]) -> int:
+@cache
+def access_bytes(parts: tuple[str, ...]) -> int:
     """Bytes one lane moves in an access of these type parts (.v2/.v4 vectors included)."""
     t = next((p for p in reversed(parts) if p in PTX_TYPES), "b32")
     n = int(re.sub(r"\D", "", t) or 32) // 8 if t != "pred" else 1

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from functools import lru_cache
+from typing import cast
 
 from occupancy.tune.ptx_alu import alu, shfl
 from occupancy.tune.ptx_counters import COUNTER, FIELDS, Traffic, enclosed, loop_unit, steady
@@ -50,7 +52,7 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
               ) -> Traffic:
     """run_warp's work: the kernel decoded, the warp placed in its block, run, and its
     counters reduced to the unit."""
-    k = parse_kernel(ptx, entry)
+    k = _parsed(ptx, entry)
     where = [0] * len(grid) if first_block else [max(0, (g - 1) // 2) for g in grid]
     w = Warp(k, _param_values(k, params), block, where, grid, banks, warp, unroll)
     walk = _LockStep(w, whole)
@@ -59,6 +61,10 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
     if atomic_log is not None:
         atomic_log.extend(w.atomic_log)
     return Traffic(finished, len(w.lanes), **dict(zip(FIELDS, unit, strict=True)), inner_ffma=inner)
+
+
+# a kernel's runs (warp 0, its unrolled rerun, the last warp, block 0) decode one PTX
+_parsed = lru_cache(maxsize=4)(parse_kernel)
 
 
 def _param_values(k: Kernel, params: Sequence[float | int]) -> dict[str, float | int]:
@@ -92,21 +98,30 @@ class _LockStep:
         """Step until every lane has exited (True), or until MAX_STEPS or a steady loop ends
         the run (False)."""
         w, code = self.w, self.w.k.code
+        n = len(w.lanes)  # lane i is w.lanes[i] == i
         while True:
-            live = [p for p in self.pcs if p is not None]
-            if not live:
-                return True
+            pcs = self.pcs
+            if None in pcs:
+                live = [p for p in pcs if p is not None]
+                if not live:
+                    return True
+                pc = min(live)
+            else:
+                pc = min(cast(list[int], pcs))
             if self.steps >= MAX_STEPS:
                 return False
-            pc = min(live)
             if pc >= len(code):  # ran off the end of the code: those lanes are done
-                self.pcs = [None if p == pc else p for p in self.pcs]
+                self.pcs = [None if p == pc else p for p in pcs]
                 continue
             ins = code[pc]
-            group = [i for i, p in enumerate(self.pcs) if p == pc]
-            run = self._guarded(ins, [w.lanes[i] for i in group])
-            for i in group:
-                self.pcs[i] = pc + 1
+            if pcs.count(pc) == n:  # the warp together (the usual case)
+                group = list(range(n))
+                self.pcs = [pc + 1] * n
+            else:
+                group = [i for i, p in enumerate(pcs) if p == pc]
+                for i in group:
+                    pcs[i] = pc + 1
+            run = self._guarded(ins, group)
             self.steps += 1
             w.counters[COUNTER["steps"]] += 1
             if not run:
@@ -127,7 +142,8 @@ class _LockStep:
         """The lanes whose guard predicate lets the instruction run (all without one)."""
         if ins.guard is None:
             return lanes
-        return [ln for ln in lanes if bool(self.w.val(ins.guard, ln, "pred")) != ins.negate]
+        keep = self.w.vals(ins.guard, lanes, "pred")
+        return [ln for ln, v in zip(lanes, keep, strict=True) if bool(v) != ins.negate]
 
     def _branch(self, ins: Insn, pc: int, group: list[int], run: list[int]) -> bool:
         """The lanes that take the branch go to its target. Taken backward, it ends an

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 from occupancy.core.banks import bank_conflicts
 from occupancy.tune.ptx_counters import COUNTER, FIELDS
@@ -31,6 +31,39 @@ def _wrap(v: int, bits: int, signed: bool) -> int:
     if signed and v >> (bits - 1):
         v -= 1 << bits
     return v
+
+
+def _ints(raw: Sequence[float | int], bits: int, signed: bool) -> list[float | int]:
+    """Each value as an integer register of that many bits holds it (_wrap; a float is
+    truncated first, a non-finite one is 0)."""
+    mask = (1 << bits) - 1
+    if signed:  # (x & mask ^ top) - top: the low bits, sign-extended from the top one
+        top = 1 << (bits - 1)
+        return [((v & mask) ^ top) - top if v.__class__ is int else _one(v, bits, signed)
+                for v in raw]
+    return [v & mask if v.__class__ is int else _one(v, bits, signed) for v in raw]
+
+
+def _one(v: float | int, bits: int, signed: bool) -> int:
+    if isinstance(v, float):
+        v = int(v) if math.isfinite(v) else 0
+    return _wrap(int(v), bits, signed)
+
+
+@lru_cache(maxsize=4096)
+def _wavefronts(offsets: tuple[int, ...], elem: int, banks: int) -> int:
+    """bank_conflicts' passes for one warp's access at these offsets from a 128-byte
+    aligned base (a tiled loop repeats a handful of patterns at moving bases)."""
+    return bank_conflicts(offsets, element_bytes=elem, banks=banks).wavefronts
+
+
+@cache
+def _mem_operand(a: str) -> tuple[str, int] | None:
+    """A memory operand's base and offset ([%rd1+16] -> ('%rd1', 16)); None if not one."""
+    m = MEM_OPERAND.match(a)
+    if not m:
+        return None
+    return m.group(1), int(m.group(2).replace(" ", ""), 0) if m.group(2) else 0
 
 
 def _fbits(word: str) -> float:
@@ -118,24 +151,57 @@ class Warp:
         self.regs.setdefault(a, [0] * WARP)[lane] = v
 
     def address(self, a: str, lane: int) -> int:
-        m = MEM_OPERAND.match(a)
-        if not m:
-            return 0
-        base, off = m.group(1), int(m.group(2).replace(" ", ""), 0) if m.group(2) else 0
+        return self.addresses(a, [lane])[0]
+
+    def vals(self, a: str, lanes: Sequence[int], t: str = "b32") -> list[float | int]:
+        """val of each lane: one operand decoded once for the lanes."""
+        if a.startswith("%"):
+            r = self.regs.get(a)
+            if r is None:
+                s = self.special.get(a)
+                raw: list[float | int] = [s[ln] for ln in lanes] if s else [0] * len(lanes)
+            else:
+                raw = [r[ln] for ln in lanes]
+        elif a.startswith("-") and a[1:].startswith("%"):
+            raw = [-v for v in self.vals(a[1:], lanes, t)]
+        else:  # an immediate or a symbol: the same in every lane
+            return [self.val(a, 0, t)] * len(lanes)
+        bits, signed, flt = type_kind(t)
+        if flt:
+            return [float(v) for v in raw]
+        return _ints(raw, bits, signed)
+
+    def set_lanes(self, a: str, lanes: Sequence[int], values: Sequence[float | int],
+                  t: str = "b32") -> None:
+        """set for each lane, its value from `values` in the same order."""
+        if not a.startswith("%"):
+            return
+        bits, signed, flt = type_kind(t)
+        if not flt:
+            values = _ints(values, bits, signed)
+        r = self.regs.setdefault(a, [0] * WARP)
+        for ln, v in zip(lanes, values, strict=True):
+            r[ln] = v
+
+    def addresses(self, a: str, lanes: Sequence[int]) -> list[int]:
+        """The address each lane's memory operand names (0 where it is not one)."""
+        m = _mem_operand(a)
+        if m is None:
+            return [0] * len(lanes)
+        base, off = m
         if base.startswith("%"):
-            return int(self.val(base, lane, "u64")) + off
-        if base in self.k.symbols:
-            return self.k.symbols[base] + off
-        return off
+            return [int(v) + off for v in self.vals(base, lanes, "u64")]
+        return [self.k.symbols.get(base, 0) + off] * len(lanes)
 
     # accounting
     def count_shared(self, addrs: list[int], width: int) -> None:
         c = self.counters
         elem = width if width in (1, 2, 4, 8, 16) else 4
-        r = bank_conflicts(addrs, element_bytes=elem, banks=self.banks)
+        base = min(addrs, default=0) // 128 * 128  # (the banks repeat every 128 bytes)
+        wavefronts = _wavefronts(tuple(a - base for a in addrs), elem, self.banks)
         phase = WARP // max(1, elem // 4) if elem > 4 else WARP
         ideal = sum(-(-len(addrs[s:s + phase]) * elem // 128) for s in range(0, len(addrs), phase))
-        c[COUNTER["shared_wavefronts"]] += r.wavefronts
+        c[COUNTER["shared_wavefronts"]] += wavefronts
         c[COUNTER["shared_ideal"]] += max(1, ideal)
         c[COUNTER["shared_accesses"]] += 1
 
@@ -174,8 +240,8 @@ class Warp:
         is_async = ins.op == "cp"
         if is_async:  # cp.async.ca.shared.global [dst], [src], bytes
             width = int(self.val(ins.args[2], 0)) if len(ins.args) > 2 else 4
-            src = [self.address(ins.args[1], lane) for lane in lanes]
-            dst = [self.address(ins.args[0], lane) for lane in lanes]
+            src = self.addresses(ins.args[1], lanes)
+            dst = self.addresses(ins.args[0], lanes)
             self.count_global(src, width, False)
             self.count_shared(dst, width)
             return False
@@ -183,7 +249,7 @@ class Warp:
         if ins.op in ("atom", "red") and not store:
             slot = ins.args[1]
         width = access_bytes(ins.parts)
-        addrs = [self.address(slot, lane) for lane in lanes]
+        addrs = self.addresses(slot, lanes)
         space = next((p for p in ins.parts if p in ("shared", "global", "local", "param",
                                                     "const")), None)
         if space is None:  # generic: by the address's window
@@ -248,10 +314,8 @@ class Warp:
             m = MEM_OPERAND.match(ins.args[1])
             name = m.group(1) if m else ""
             v = self.params.get(name, 0) if not (m and m.group(2)) else 0
-            for lane in lanes:
-                self.set(dst, lane, v, t)
+            self.set_lanes(dst, lanes, [v] * len(lanes), t)
             return
         names = [x.strip() for x in dst.strip("{}").split(",")] if dst.startswith("{") else [dst]
         for n in names:
-            for lane in lanes:
-                self.set(n, lane, 0.0 if t.startswith("f") else 0, t)
+            self.set_lanes(n, lanes, [0.0 if t.startswith("f") else 0] * len(lanes), t)
