@@ -65,6 +65,15 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
         cache = root / "occupancy-cache"
         cache.mkdir(exist_ok=True)
         os.environ["OCCUPANCY_CACHE_DIR"] = str(cache)
+    # The interpreters the tests start (the CLI, build workers) compile this checkout's
+    # modules once into the session's own bytecode folder, not once each: an editable
+    # install has no .pyc, and PYTHONDONTWRITEBYTECODE (set on some machines) would have
+    # every one of a few hundred children compile ~100 modules again.
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.fixture(scope="session")
