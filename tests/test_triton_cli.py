@@ -16,18 +16,13 @@ from click.testing import CliRunner
 from occupancy.cli import main
 from occupancy.inputs.manifest import ManifestError, entry_kind, load_manifest
 from occupancy.inputs.manifest.triton import load_triton
+from tests.test_schema import _validate
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "triton"
 MANIFEST = EXAMPLES / "manifest.yaml"
-SCHEMA = json.loads((ROOT / "docs" / "json-schema.json").read_text())
 
 SIG = '{a_ptr: "*fp16", M: i32}'
-
-
-def _validate(data: Any, name: str) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
-    jsonschema.validate(data, {**SCHEMA, "$ref": f"#/$defs/{name}"})
 
 
 def _needs_triton() -> None:

@@ -30,19 +30,14 @@ from occupancy.inputs.manifest import ManifestError
 from occupancy.inputs.manifest.triton import load_triton
 from occupancy.tune.records import timing, tuning_failures
 from occupancy.tune.triton_space import ConfigResult, DeviceTile, SizeResult
+from tests.test_schema import _validate
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "triton"
 MANIFEST = EXAMPLES / "manifest.yaml"
-SCHEMA = json.loads((ROOT / "docs" / "json-schema.json").read_text())
 ENV = {"date": "d", "device": "NVIDIA H200", "compute_capability": "9.0",
        "driver_version": "13.0", "runtime_version": 13000, "cupy_version": "14.2",
        "python": "3.12"}
-
-
-def _validate(data: Any, name: str) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
-    jsonschema.validate(data, {**SCHEMA, "$ref": f"#/$defs/{name}"})
 
 
 def _np_make(name: str, shape: tuple[int, ...], elem: str, output: bool) -> Any:
