@@ -11,21 +11,24 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests import cli_runner
+from tests.cli_runner import ENV, ROOT  # ENV: this checkout's CLI, whatever the cwd
+
 SRC = ROOT / "tests" / "fixtures" / "project" / "src" / "kernels.cu"
-# The CLI of this checkout, whatever the cwd (a relative PYTHONPATH or an editable install of
-# another checkout would otherwise test other code)
-ENV = {"PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
 WALL_S = 10.0  # generous for a 2-core CI machine; the cases themselves take well under 1 s
 
 
 def run(args: list[str], cwd: Path, timeout: float = WALL_S, env: dict[str, str] | None = None,
         ) -> tuple[subprocess.CompletedProcess[str], float]:
-    """The real CLI in a subprocess (a hang is a failure, not a stuck test run)."""
+    """The real CLI, `python -m occupancy ARGS`, in a process of its own: its own cwd,
+    environment (os.environ + ENV + env), stdin /dev/null, stdout and stderr pipes, exit status,
+    atexit and flush at exit; a hang past timeout is killed and raises TimeoutExpired, a failure
+    rather than a stuck test run. Only the interpreter's start-up and the package's imports are
+    shared: the process is forked from a zygote that made them once (tests/cli_runner.py).
+    The wall time returned counts from the request, not from the zygote's start."""
+    cli_runner.start()
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "occupancy", *args], cwd=cwd, capture_output=True,
-                       text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                       env={**os.environ, **ENV, **(env or {})})
+    r = cli_runner.run_cli(args, cwd, {**os.environ, **ENV, **(env or {})}, timeout)
     return r, time.monotonic() - t0
 
 
