@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,12 +78,13 @@ def read_text(path: str | os.PathLike[str], error: type[Any], cap: int, missing_
 Key = tuple[Any, ...]
 
 
-@dataclass(frozen=True)
 class YamlDoc:
     """A parsed YAML document and the line (1-based) of every key and list item in it."""
 
-    data: Any
-    lines: dict[Key, int]
+    __slots__ = ("data", "lines")
+
+    def __init__(self, data: Any, lines: dict[Key, int]) -> None:
+        self.data, self.lines = data, lines
 
     def line(self, *key: Any) -> int | None:
         """The line of a key path, e.g. ("kernels", 0, "block"); the nearest parent's else."""
