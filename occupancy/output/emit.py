@@ -40,10 +40,14 @@ class Views:
 
 
 def _calc() -> Views:
-    from occupancy.output import serialize, terminal
+    from occupancy.output import terminal
 
-    return Views(lambda a: serialize.result_dict(a.device, a.result, a.block, a.cliffs),
-                 lambda a: terminal.calc_view(a.device, a.result, a.block, a.cliffs),
+    def as_json(a: Any) -> Any:
+        from occupancy.output import serialize  # not for calc's text, the start-up it times
+
+        return serialize.result_dict(a.device, a.result, a.block, a.cliffs)
+
+    return Views(as_json, lambda a: terminal.calc_view(a.device, a.result, a.block, a.cliffs),
                  several=lambda xs: terminal.compare_view([a.device for a in xs],
                                                           [a.result for a in xs],
                                                           [a.cliffs for a in xs]))
