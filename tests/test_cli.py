@@ -154,7 +154,9 @@ def test_malformed_profile_is_one_line(tmp_path: Path) -> None:
 
 def _commands(group: click.Group, prefix: list[str]) -> list[list[str]]:
     out = []
-    for name, cmd in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
         out.append([*prefix, name])
         if isinstance(cmd, click.Group):
             out += _commands(cmd, [*prefix, name])
@@ -166,6 +168,24 @@ def test_every_command_has_help(path: list[str]) -> None:
     r = run(*path, "--help")
     assert r.exit_code == 0 and "Usage:" in r.stdout
     assert len(r.stdout.splitlines()) > 3
+
+
+def test_command_modules_name_every_command_and_its_module() -> None:
+    """The group imports a command's module when the command is looked up: COMMAND_MODULES
+    names every command with the module that registers it, and every module of commands."""
+    import importlib
+
+    from occupancy.cli.common import COMMAND_MODULES
+
+    here = Path(__file__).resolve().parent.parent / "occupancy" / "cli"
+    modules = {p.stem for p in here.glob("*.py")} - {"__init__", "common"}
+    assert set(COMMAND_MODULES.values()) == modules
+    for module in modules:
+        importlib.import_module(f"occupancy.cli.{module}")
+    assert sorted(main.commands) == sorted(COMMAND_MODULES)
+    for name, cmd in main.commands.items():
+        assert cmd.callback is not None
+        assert cmd.callback.__module__ == f"occupancy.cli.{COMMAND_MODULES[name]}", name
 
 
 def test_detect_refuses_to_overwrite(tmp_path: Path) -> None:

@@ -28,6 +28,9 @@ def test_calc_path_is_light() -> None:
             "assert r.exit_code == 0, r.output")
     mods = _modules_after(code)
     assert not {"cupy", "matplotlib", "numpy"} & mods
+    # nor the other commands' modules, nor what only JSON output needs (bench/startup.py)
+    assert not {"occupancy.cli.devices", "occupancy.cli.gate", "occupancy.cli.measure",
+                "occupancy.cli.report", "occupancy.cli.tile", "occupancy.output.serialize"} & mods
 
 
 def test_core_imports_neither_click_nor_rich() -> None:

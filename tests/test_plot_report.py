@@ -228,7 +228,10 @@ def test_every_regs_option_has_one_default_and_says_what_0_means() -> None:
     assert inspect.signature(solve).parameters["registers_per_thread"].default == 0
     assert DEFAULT_REGISTERS_PER_THREAD == 0
     with_regs = {}
-    for name, cmd in main.commands.items():
+    ctx = click.Context(main)
+    for name in main.list_commands(ctx):
+        cmd = main.get_command(ctx, name)
+        assert cmd is not None
         for p in cmd.params:
             if isinstance(p, click.Option) and "-r" in p.opts:
                 with_regs[name] = p

@@ -96,3 +96,30 @@ def test_fuzzed_cli_input_never_tracebacks(threads: str, size: str, device: str)
         assert r.exception is None or isinstance(r.exception, SystemExit), (args, r.exception)
         if r.exit_code == 2:
             assert r.stderr.startswith("Error: ") and "Traceback" not in r.output
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(st.one_of(st.sampled_from(":\n \t\x1b\r\u2028\xa0a"), st.characters())),
+                max_size=4), st.booleans())
+def test_inert_lines_skips_only_lines_with_nothing_to_escape(chunks: list[str], tty: bool) -> None:
+    """InertLines passes a line that str.isprintable() accepts whole: what it writes is what
+    looking at every character writes."""
+    import io
+
+    from occupancy.inputs.safety import InertLines
+
+    class Stream(io.StringIO):
+        def isatty(self) -> bool:
+            return tty
+
+    fast, slow = InertLines(Stream()), InertLines(Stream())
+    for chunk in chunks:
+        fast.write(chunk)
+        for line in chunk.splitlines(keepends=True):  # the character-by-character writer
+            body = "".join(slow._char(ch) for ch in line)
+            if slow.at_start and body.lstrip().startswith("::"):
+                i = body.index("::")
+                body = body[:i] + ":\\" + body[i + 1:]
+            slow.stream.write(body)
+            slow.at_start = line.endswith("\n")
+    assert fast.stream.getvalue() == slow.stream.getvalue()  # type: ignore[attr-defined]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import os
-import resource
 import signal
 import threading
 from collections.abc import Callable, Sequence
@@ -43,6 +42,8 @@ class Terminated(BaseException):
 
 
 def _limits(memory: int, cpu_s: int) -> Callable[[], None]:
+    import resource  # here, in the parent: the child imports nothing (and most runs fork none)
+
     def apply() -> None:  # runs in the child, between fork and exec
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
         for res, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu_s),

@@ -161,9 +161,36 @@ def _stream_failed(why: str) -> None:
     sys.exit(EXIT_USAGE)
 
 
+# The module of each command: imported when the command runs, or when help or completion
+# lists them all, so that calc's start-up loads launch.py and not every command's options.
+# tests/test_cli.py holds it to what the modules register.
+COMMAND_MODULES = {
+    "banks": "launch", "best": "launch", "calc": "launch", "check": "gate", "devices": "devices",
+    "measure": "measure", "plot": "launch", "report": "report", "resources": "gate", "tile": "tile",
+}
+
+
 class OneLineErrors(click.Group):
     """Usage errors too are one line: `Error: ... (see 'occupancy calc --help')`, exit 2.
-    Ctrl-C exits 130 with one line; a closed stdout pipe exits without a traceback."""
+    Ctrl-C exits 130 with one line; a closed stdout pipe exits without a traceback.
+    Each command's module is imported when the command is looked up (COMMAND_MODULES)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMAND_MODULES})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            import importlib
+
+            importlib.import_module(f"occupancy.cli.{COMMAND_MODULES[cmd_name]}")
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in self.commands and args[0] not in COMMAND_MODULES:
+            for name in COMMAND_MODULES:  # an unknown name: "did you mean" looks at them all
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         from occupancy.build.run import Terminated, install_signal_handlers

@@ -7,7 +7,6 @@ a new GPU is a new YAML file, never a code change here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from occupancy.core.device import Device
@@ -28,9 +27,10 @@ def _round_up(x: int, y: int) -> int:
     return _ceil_div(x, y) * y
 
 
-@dataclass(frozen=True)
-class OccupancyResult:
-    """Everything one launch config gives on one device; keeps every per-resource limit."""
+class OccupancyResult(NamedTuple):
+    """Everything one launch config gives on one device; keeps every per-resource limit.
+    A NamedTuple (immutable, compared by value): a frozen dataclass of 26 fields cost four
+    times as much to create when the solver is imported, at every start-up."""
 
     device: str
     threads_per_block: int
@@ -55,7 +55,7 @@ class OccupancyResult:
     requires_opt_in: bool
     partitioned_global_caching: bool  # in effect (it falls back off when a block won't fit)
     cannot_launch: tuple[str, ...] = ()
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
     virtual_resources: int = 0  # the kernel's per-block count (CC 10-12)
     cluster: ClusterResult | None = None
 
@@ -429,10 +429,10 @@ def solve(dev: Device, threads_per_block: int,
 
 
 # --- searches built on solve() -------------------------------------------------------------
+# Their results are NamedTuples too, as OccupancyResult.
 
 
-@dataclass(frozen=True)
-class BestBlockSize:
+class BestBlockSize(NamedTuple):
     """What cudaOccupancyMaxPotentialBlockSize answers, with the winning solve."""
 
     block_size: int
@@ -477,8 +477,7 @@ def best_block_size(dev: Device, registers_per_thread: int = 0, static_shared_me
     return BestBlockSize(block, result.active_blocks_per_sm * dev.sm_count, result, tuple(tried))
 
 
-@dataclass(frozen=True)
-class AvailableSmem:
+class AvailableSmem(NamedTuple):
     """Dynamic smem one block may use so that `blocks` of them stay resident."""
 
     bytes: int | None  # None: that many blocks never fit, whatever the smem
@@ -515,8 +514,7 @@ def available_dynamic_smem(dev: Device, blocks: int, threads_per_block: int,
     return AvailableSmem(exact, driver, blocks)
 
 
-@dataclass(frozen=True)
-class Cliff:
+class Cliff(NamedTuple):
     """How far a resource is from changing the number of resident blocks."""
 
     resource: str  # "registers" or "shared_memory"

@@ -20,16 +20,19 @@ from occupancy.core.errors import OccupancyError
 from occupancy.core.limits import INT32_MAX as INT32_MAX  # re-exported for tune/spaces
 
 MAX_DEFINE = 4096  # characters of one define value (a macro, not a data file)
+# The patterns here are strings, compiled (and cached by re) where first used: every
+# start-up imports this module, and most never check a name.
+
 # The one rule for a name a manifest gives (a define, a space or problem size, a Triton
 # argument or parameter): a C identifier, so it can be a macro, an expression's symbol and a
 # Python argument alike; ASCII only and at most 64 characters (C99 guarantees 63
 # significant characters of a macro name; 64 leaves the tuning spaces' old limit).
-C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+C_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]{0,63}"
 
 
 def is_name(text: object) -> TypeGuard[str]:
     """A name as every manifest key takes it: see C_IDENTIFIER."""
-    return isinstance(text, str) and C_IDENTIFIER.fullmatch(text) is not None
+    return isinstance(text, str) and re.fullmatch(C_IDENTIFIER, text) is not None
 # What a define value, flag or path may not hold: the characters a shell acts on inside
 # the double quotes nvcc puts around them ($ ` " \\), the ones that end or chain a command
 # (; | & < > newline), quotes, and every control character (NUL included).
@@ -86,10 +89,10 @@ def safe_path(path: str | os.PathLike[str], where: str) -> str:
     return absolute
 
 
-_ID_PATH = re.compile(r"(:: *)?[A-Za-z_]\w*( *:: *[A-Za-z_]\w*)*")
+_ID_PATH = r"(:: *)?[A-Za-z_]\w*( *:: *[A-Za-z_]\w*)*"
 # What template arguments may hold: names, numbers, :: and operators; never what ends a
 # declaration or starts a directive, comment, string or block (; # / " ' { } \ newline).
-_TEMPLATE_ARGS = re.compile(r"[\w :<>,()*&+\-.\[\]|!~^%?=]*")
+_TEMPLATE_ARGS = r"[\w :<>,()*&+\-.\[\]|!~^%?=]*"
 
 
 def check_function(text: object, where: str) -> str:
@@ -98,10 +101,10 @@ def check_function(text: object, where: str) -> str:
     if not isinstance(text, str) or not text or len(text) > 500:
         raise OccupancyError(f"{where}: function must be the kernel's name (plain, "
                              "ns::qualified, a template instance like k<32>, or mangled)")
-    m = _ID_PATH.match(text)
+    m = re.match(_ID_PATH, text)
     rest = text[m.end():] if m else text
     ok = m is not None and (not rest or (rest.startswith("<") and rest.rstrip().endswith(">")
-                                         and _TEMPLATE_ARGS.fullmatch(rest) is not None
+                                         and re.fullmatch(_TEMPLATE_ARGS, rest) is not None
                                          and rest.count("(") == rest.count(")")))
     if not ok:
         raise OccupancyError(f"{where}: function {inert(text[:80])} is not a C++ name: use "
@@ -160,7 +163,10 @@ class InertLines:
     def write(self, text: str) -> int:
         out = []
         for line in text.splitlines(keepends=True):
-            body = "".join(self._char(ch) for ch in line)
+            end = len(line) - 1 if line.endswith("\n") else len(line)
+            # str.isprintable() refuses every character _printable does (and more): a line
+            # it passes has nothing to escape, and is not looked at character by character.
+            body = line if line[:end].isprintable() else "".join(self._char(ch) for ch in line)
             if self.at_start and body.lstrip().startswith("::"):
                 i = body.index("::")
                 body = body[:i] + ":\\" + body[i + 1:]
@@ -194,21 +200,21 @@ def excerpt(text: object) -> str:
     return f"'{part}" + ("...'" if len(part) < len(t) else "'")
 
 
-_SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
+_SLUG = r"[^A-Za-z0-9_.-]+"
 
 
 def slug(text: str, limit: int = 64) -> str:
     """A file-name part from user text: safe characters only, no dots at the ends."""
-    s = _SLUG.sub("-", text).strip(".-")[:limit] or "x"
+    s = re.sub(_SLUG, "-", text).strip(".-")[:limit] or "x"
     return s
 
 
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_XML_ILLEGAL = "[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]"
 
 
 def xml_text(text: str) -> str:
     """Drop the characters XML 1.0 cannot carry at all (escaping cannot save them)."""
-    return _XML_ILLEGAL.sub("\ufffd", text)
+    return re.sub(_XML_ILLEGAL, "\ufffd", text)
 
 
 # --- outputs -----------------------------------------------------------------------------
@@ -278,7 +284,7 @@ def one_line(text: str) -> str:
     return "".join(ch if _printable(ch) else ascii(ch)[1:-1] for ch in text)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}#!|~])")
+_MD_SPECIAL = r"([\\`*_\[\]{}#!|~])"
 
 
 def md(text: str) -> str:
@@ -287,5 +293,5 @@ def md(text: str) -> str:
     from html import escape
 
     t = escape(one_line(text), quote=False)
-    t = _MD_SPECIAL.sub(r"\\\1", t)
+    t = re.sub(_MD_SPECIAL, r"\\\1", t)
     return t.replace("://", "&#58;//").replace("www.", "www&#46;")

@@ -1,10 +1,13 @@
 """What a command's output shows besides the core's own result (the device, the block, the
-addresses...): small answer types, each with one row in output/emit.py's table."""
+addresses...): small answer types, each with one row in output/emit.py's table.
+
+Plain classes with __slots__: an answer is built once and handed to emit, and a dataclass
+costs about a millisecond to create at import (calc's start-up imports this module).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,71 +21,82 @@ if TYPE_CHECKING:
     from occupancy.tune.spaces import TuneReport
 
 
-@dataclass(frozen=True)
-class Calc:
+class Answer:
+    """The base of every answer type."""
+
+    __slots__ = ()
+
+
+class Calc(Answer):
     """`calc`: one launch on one device."""
 
-    device: Device
-    result: OccupancyResult
-    block: tuple[int, ...]
-    cliffs: tuple[Cliff, Cliff] | None
+    __slots__ = ("device", "result", "block", "cliffs")
+
+    def __init__(self, device: Device, result: OccupancyResult, block: tuple[int, ...],
+                 cliffs: tuple[Cliff, Cliff] | None) -> None:
+        self.device, self.result, self.block, self.cliffs = device, result, block, cliffs
 
 
-@dataclass(frozen=True)
-class CheckRun:
+class CheckRun(Answer):
     """`check`: every verdict of a manifest."""
 
-    manifest: str
-    verdicts: Sequence[Verdict]
+    __slots__ = ("manifest", "verdicts")
+
+    def __init__(self, manifest: str, verdicts: Sequence[Verdict]) -> None:
+        self.manifest, self.verdicts = manifest, verdicts
 
 
-@dataclass(frozen=True)
-class Listing:
+class Listing(Answer):
     """`resources`: every kernel of the files, per arch."""
 
-    kernels: Sequence[ListedKernel]
+    __slots__ = ("kernels",)
+
+    def __init__(self, kernels: Sequence[ListedKernel]) -> None:
+        self.kernels = kernels
 
 
-@dataclass(frozen=True)
-class Tuned:
+class Tuned(Answer):
     """`tile`: a ranking, and what a `measure --store` file says for this GPU (if asked)."""
 
-    report: TuneReport
-    store: str | None = None
-    stored: dict[str, Any] | None = None
+    __slots__ = ("report", "store", "stored")
+
+    def __init__(self, report: TuneReport, store: str | None = None,
+                 stored: dict[str, Any] | None = None) -> None:
+        self.report, self.store, self.stored = report, store, stored
 
 
-@dataclass(frozen=True)
-class Banks:
+class Banks(Answer):
     """`banks`: one warp's access."""
 
-    result: BankResult
-    addresses: Sequence[int]
-    element_bytes: int
+    __slots__ = ("result", "addresses", "element_bytes")
+
+    def __init__(self, result: BankResult, addresses: Sequence[int], element_bytes: int) -> None:
+        self.result, self.addresses, self.element_bytes = result, addresses, element_bytes
 
 
-@dataclass(frozen=True)
-class Plot:
+class Plot(Answer):
     """`plot`: the three what-if curves around one launch."""
 
-    device: Device
-    config: Config
-    curves: Sequence[Curve]
-    result: OccupancyResult  # the current point
+    __slots__ = ("device", "config", "curves", "result")
+
+    def __init__(self, device: Device, config: Config, curves: Sequence[Curve],
+                 result: OccupancyResult) -> None:  # result: the current point
+        self.device, self.config, self.curves, self.result = device, config, curves, result
 
 
-@dataclass(frozen=True)
-class DeviceList:
+class DeviceList(Answer):
     """`devices`: every profile found."""
 
-    devices: Sequence[Device]
+    __slots__ = ("devices",)
+
+    def __init__(self, devices: Sequence[Device]) -> None:
+        self.devices = devices
 
 
-@dataclass(frozen=True)
-class Measured:
+class Measured(Answer):
     """`measure`: the record of the shipped families or of a tuning entry."""
 
-    record: MeasureRecord | TuningRecord
-    tuning: bool = False
+    __slots__ = ("record", "tuning")
 
-
+    def __init__(self, record: MeasureRecord | TuningRecord, tuning: bool = False) -> None:
+        self.record, self.tuning = record, tuning

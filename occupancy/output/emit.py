@@ -9,10 +9,8 @@ rich renderable, printed without markup or colour-only meaning, 100 columns in a
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["TABLE", "Views", "emit", "to_json", "to_view", "views_of"]
@@ -21,28 +19,35 @@ __all__ = ["TABLE", "Views", "emit", "to_json", "to_view", "views_of"]
 # --- the table: per result type, a renderer per format ---------------------------------------
 
 
-@dataclass(frozen=True)
 class Views:
     """How one result type is written: `json` gives the JSON value (dict or list); `text` a
     rich renderable; `several` the text view of one per device side by side (else one view
     after another); `formats` more formats, each a finished string (of one result);
     `json_formats` other JSON values (of one result, or a list of several, as `json`)."""
 
-    json: Callable[[Any], Any]
-    text: Callable[[Any], Any]
-    several: Callable[[Sequence[Any]], Any] | None = None
-    formats: dict[str, Callable[[Any], str]] = field(default_factory=dict)
-    json_formats: dict[str, Callable[[Any], Any]] = field(default_factory=dict)  # other JSON values
+    __slots__ = ("json", "text", "several", "formats", "json_formats")
+
+    def __init__(self, json: Callable[[Any], Any], text: Callable[[Any], Any],
+                 several: Callable[[Sequence[Any]], Any] | None = None,
+                 formats: dict[str, Callable[[Any], str]] | None = None,
+                 json_formats: dict[str, Callable[[Any], Any]] | None = None) -> None:
+        self.json, self.text, self.several = json, text, several
+        self.formats = formats or {}
+        self.json_formats = json_formats or {}  # other JSON values
 
 
 # --- the rows: each imports only its own renderers (calc's start-up time) ------------------
 
 
 def _calc() -> Views:
-    from occupancy.output import serialize, terminal
+    from occupancy.output import terminal
 
-    return Views(lambda a: serialize.result_dict(a.device, a.result, a.block, a.cliffs),
-                 lambda a: terminal.calc_view(a.device, a.result, a.block, a.cliffs),
+    def as_json(a: Any) -> Any:
+        from occupancy.output import serialize  # not for calc's text, the start-up it times
+
+        return serialize.result_dict(a.device, a.result, a.block, a.cliffs)
+
+    return Views(as_json, lambda a: terminal.calc_view(a.device, a.result, a.block, a.cliffs),
                  several=lambda xs: terminal.compare_view([a.device for a in xs],
                                                           [a.result for a in xs],
                                                           [a.cliffs for a in xs]))
@@ -224,6 +229,8 @@ def emit(result: Any, fmt: str = "text", output: str | None = None,
             return
         text = render_text(view)
     elif fmt == "json" or fmt in views_of(one).json_formats:
+        import json
+
         text = json.dumps(to_json(result, fmt), indent=2) + "\n"
     else:
         raise ValueError(f"no {fmt} output for {type(one).__name__}")
