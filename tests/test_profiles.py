@@ -246,39 +246,3 @@ def test_every_problem_at_once(tmp_path: Path) -> None:
     msg = str(info.value)
     assert "problems:" in msg and "sm_count" in msg and "warp_size" in msg and "regalloc" in msg
     assert "\n" not in msg
-
-
-def test_libyaml_reads_every_yaml_file_as_the_python_loader() -> None:
-    """parse_yaml scans with libyaml where PyYAML has it: every profile, manifest and tuning
-    file of the project gives the same data and the same key lines as the Python loader."""
-    from occupancy.inputs import files
-
-    if files._FAST is None:
-        pytest.skip("PyYAML without libyaml")
-    paths = [p for d in ("profiles", "kernels", "examples", "tests/fixtures", "bench")
-             for p in sorted((ROOT / d).rglob("*.y*ml"))]
-    assert len(paths) > 20
-    for p in paths:
-        text = p.read_text(encoding="utf-8")
-        fast = files._parse_with(files._FAST, text, ProfileError, str(p))
-        slow = files._parse_with(files._SafeComposer, text, ProfileError, str(p))
-        assert (fast.data, fast.lines) == (slow.data, slow.lines), p
-
-
-@pytest.mark.parametrize("text", ["warp_size: 32\t\n", "a:\t1\n", "a: [1,\t2]\n",
-                                  "a: [x, ? y, ?z]\nb: [x ?y]\n", "a: 1\n\ufeffb: 2\n"])
-def test_what_only_libyaml_accepts_is_read_as_before(text: str) -> None:
-    """libyaml reads a tab after a value, '?' in flow lists and a BOM inside the text in
-    ways PyYAML's scanner does not: such text is parsed by the Python loader alone, so a
-    file refused before is refused still, in the same words."""
-    from occupancy.inputs import files
-
-    try:
-        want: object = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        want = f"YAML syntax error: {exc.problem}"  # type: ignore[attr-defined]
-    try:
-        got: object = files.parse_yaml(text, ProfileError, "x.yaml").data
-    except ProfileError as exc:
-        got = str(exc)
-    assert got == want or (isinstance(got, str) and str(want) in got), (got, want)

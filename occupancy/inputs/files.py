@@ -103,54 +103,24 @@ class _AliasRefused(yaml.YAMLError):
         self.what = what
 
 
-class _Checks:
-    """safe_load's composer, refusing aliases and capping the number of nodes: the same
-    checks whichever scanner and parser produce the events."""
+class _SafeComposer(yaml.SafeLoader):
+    """safe_load's loader that refuses aliases and caps the number of nodes."""
 
-    _nodes = 0
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._nodes = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        loader: Any = self
-        if loader.check_event(yaml.AliasEvent):
-            event = loader.peek_event()
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
             raise _AliasRefused(event.start_mark.line + 1,
                                 "YAML aliases (*name) are not accepted: write the value out")
         self._nodes += 1
         if self._nodes > NODE_CAP:
-            event = loader.peek_event()
+            event = self.peek_event()
             raise _AliasRefused(event.start_mark.line + 1,
                                 f"more than {NODE_CAP:,} YAML nodes: split the file")
-        return super().compose_node(parent, index)  # type: ignore[misc]
-
-
-class _SafeComposer(_Checks, yaml.SafeLoader):
-    """yaml.safe_load's loader, all in Python, with the checks."""
-
-
-if getattr(yaml, "__with_libyaml__", False):
-    from yaml._yaml import CParser
-    from yaml.composer import Composer
-    from yaml.constructor import SafeConstructor
-    from yaml.resolver import Resolver
-
-    class _FastComposer(_Checks, Composer, CParser, SafeConstructor, Resolver):
-        """The same loader on libyaml's scanner and parser (yaml.CSafeLoader's): composer,
-        constructor and resolver stay safe_load's, only the scanning (most of the time a
-        profile takes to read) is in C."""
-
-        def __init__(self, stream: str) -> None:
-            CParser.__init__(self, stream)
-            SafeConstructor.__init__(self)
-            Resolver.__init__(self)
-            Composer.__init__(self)
-
-    _FAST: Any = _FastComposer
-else:  # PyYAML built without libyaml
-    _FAST = None
-
-# Text libyaml reads where PyYAML's scanner refuses it (a tab after a value or in a flow
-# list, '?' in a flow collection, a BOM inside the text): only the Python loader reads it.
-_PYTHON_ONLY = ("\t", "?", "\ufeff")
+        return super().compose_node(parent, index)
 
 
 def _positions(node: Any, prefix: Key, out: dict[Key, int]) -> None:
@@ -174,19 +144,8 @@ def _positions(node: Any, prefix: Key, out: dict[Key, int]) -> None:
 
 
 def parse_yaml(text: str, error: type[Any], shown: str) -> YamlDoc:
-    """Parse YAML text as yaml.safe_load would, minus aliases, with key positions.
-    libyaml scans the text where it is installed; text it refuses, or holds a character the
-    two scanners read differently, goes to the Python loader, which keeps its messages."""
-    if _FAST is not None and not any(c in text for c in _PYTHON_ONLY):
-        try:
-            return _parse_with(_FAST, text, error, shown)
-        except Exception:  # refused: the Python loader says why, in the words it always used
-            pass
-    return _parse_with(_SafeComposer, text, error, shown)
-
-
-def _parse_with(loader_type: Any, text: str, error: type[Any], shown: str) -> YamlDoc:
-    loader = loader_type(text)
+    """Parse YAML text as yaml.safe_load would, minus aliases, with key positions."""
+    loader = _SafeComposer(text)
     try:
         node = loader.get_single_node()
         if node is None:
