@@ -491,7 +491,9 @@ def test_skip_ahead_refuses_what_does_not_move_by_a_fixed_step(
 def test_skip_ahead_stays_bounded() -> None:
     """An endless loop in a run that only MAX_STEPS ends: the probes count toward it, the
     jumps are bounded, and the run is measured per iteration. A loop of 2^31 iterations
-    ends, counted whole."""
+    ends, counted whole. A warp of 3,000 registers whose loop never repeats by a fixed
+    step: each back edge's mark copies every register, until MAX_MARKED (without it,
+    4,500 marks of 96,000 values: a minute)."""
     t0 = time.monotonic()
     t = run_warp(SPIN, "spin", [0], (32,), (1,), whole=True)
     assert not t.complete and t.steps == 2
@@ -499,4 +501,9 @@ def test_skip_ahead_stays_bounded() -> None:
     long = long.replace(".reg .b32 %r<9>;", ".reg .b32 %r<9>;\n  .reg .pred %p<2>;")
     t = run_warp(long, "spin", [0], (32,), (1,), whole=True)
     assert t.complete and t.steps == 3 * 2147483647  # (then it runs off the end)
+    movs = "\n".join(f"  mov.u32 %r{i}, {i};" for i in range(2, 3000))
+    many = SPIN.replace("$L_top:\n  add.s32 %r6, %r6, 1;", movs + "\n  mov.u32 %r1, 1;\n$L_top:\n"
+                        "  mul.lo.s32 %r1, %r1, 3;").replace("%r<9>", "%r<3001>")
+    t = run_warp(many, "spin", [0], (32,), (1,), whole=True)
+    assert not t.complete and t.steps == 2
     assert time.monotonic() - t0 < 20

@@ -25,18 +25,18 @@ at which iteration it would first come out the other way: the loop's exit, a lan
 row's end, an `if (i == 500)` inside. The jump stops short of the first such iteration
 (`_limit`), so that every skipped iteration compares as the template did. A probe then
 puts the registers n iterations ahead, runs one iteration and holds where that iteration
-did exactly what the template says iteration n + 1 does (the same places, counters,
-global accesses and registers); after it every part of the run is put back as it was.
-That catches what a comparison cannot show: a value that stops moving by its step (a
-min() that starts clamping, a mask or a register that wraps). The limit's probe usually
-holds; where it fails, halving finds the largest n that does. That n is jumped: the
-registers move n steps, the work counters by n iterations' deltas, and the iterations'
-global accesses are replayed at their addresses in order, so the lines, sectors and
-re-read lines (a softmax's second pass over its row) are those of the real run. The
-probes' steps count toward MAX_STEPS, the skipped ones do not. Every bound is fixed:
-MAX_SKIP iterations a jump, MAX_REPLAY replayed accesses and MAX_PROBES probes a run, so
-a hostile loop stays bounded (a loop without end jumps until the probes run out, and
-the run is cut there as before).
+did exactly what the template says iteration n + 1 does (the same places, counters, global
+accesses and registers); after it every part of the run is put back as it was. That
+catches what a comparison cannot show: a value that stops moving by its step (a min() that
+starts clamping, a mask or a register that wraps). The limit's probe usually holds; where
+it fails, halving finds the largest n that does. That n is jumped: the registers move n
+steps, the work counters by n iterations' deltas, and the iterations' global accesses are
+replayed at their addresses in order, so the lines, sectors and re-read lines (a softmax's
+second pass over its row) are those of the real run. The probes' steps count toward
+MAX_STEPS, the skipped ones do not. Every bound is fixed: MAX_SKIP iterations a jump,
+MAX_REPLAY replayed accesses, MAX_PROBES probes and MAX_MARKED values copied into marks a
+run, so a hostile loop stays bounded (a loop without end jumps until the probes run out,
+and the run is cut there as before).
 
 What it takes on trust: a value computed without a comparison that leaves its line
 between the template and the probe and is back on it at the probe (no compiler writes
@@ -62,6 +62,9 @@ if TYPE_CHECKING:
 MAX_SKIP = 1 << 30  # iterations one jump skips at most
 MAX_REPLAY = 1 << 15  # global accesses the jumps of one run replay at most
 MAX_PROBES = 512  # probe iterations of one run (their steps count toward MAX_STEPS too)
+# values the marks of one run copy at most (a register's lanes count 32): a mark costs
+# what the warp holds, and hostile PTX may write tens of thousands of registers
+MAX_MARKED = 1 << 24
 # the counters count_global adds to: replayed access by access, not scaled
 _REPLAYED = frozenset(COUNTER[f] for f in (
     "global_loads", "global_load_lines", "global_load_sectors", "load_bytes", "global_stores",
@@ -271,13 +274,14 @@ class Skipper:
         self.skips = 0
         self.replayed = 0
         self.probes = 0
+        self.marked = 0
         walk.w.events = []
         walk.w.compares = []
 
     def back_edge(self, tgt: int) -> None:
         """The warp has just taken the back edge of the loop at `tgt`: note its state, and
         where its last two iterations repeat affinely, jump as far as the probes allow."""
-        if self.probes >= MAX_PROBES:
+        if self.probes >= MAX_PROBES or self.marked >= MAX_MARKED:
             return
         hist = self.marks.setdefault(tgt, [])
         hist.append(self._mark())
@@ -297,6 +301,7 @@ class Skipper:
     def _mark(self) -> Mark:
         walk, w = self.walk, self.walk.w
         assert w.events is not None and w.compares is not None
+        self.marked += 32 * (len(w.regs) + len(w.last_shared)) + len(w.pending) + len(walk.snaps)
         return Mark(walk.steps, self.skips, tuple(walk.pcs), list(w.counters),
                     {r: v[:] for r, v in w.regs.items()}, dict(w.last_shared), dict(w.pending),
                     {t: len(r) for t, r in walk.snaps.items()}, len(w.events), len(w.compares),
@@ -311,7 +316,7 @@ class Skipper:
             cap = min(cap, (MAX_REPLAY - self.replayed) // len(tpl.events))
         lo, hi = 0, cap + 1  # n = lo held; n = hi failed (or is past the cap)
         n = cap
-        while hi - lo > 1 and self.probes < MAX_PROBES:
+        while hi - lo > 1 and self.probes < MAX_PROBES and self.marked < MAX_MARKED:
             if self._probe(tpl, n):
                 lo = n
             else:
