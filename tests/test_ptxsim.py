@@ -344,3 +344,166 @@ def test_atomics_every_block_shares(tmp_path: Path) -> None:
     count = warp_traffic(build, "counter", [A, B, n], (256,), grid, 32, whole=True)
     assert count is not None and count.contended_int_atomics == 32
     assert contended_atomic_seconds(count, units) == pytest.approx(n * ATOMIC_INT_NS * 1e-9)
+
+
+# a softmax's row walk (llm.c's kernels at C = 50257): a lane per column, strided by the
+# warp, in three consecutive loops of ~1,000 iterations (a max, a sum that also writes and
+# stores once more where the index is 22,405, a countdown that writes): past MAX_STEPS
+THREE_PASSES = """
+.visible .entry passes(.param .u64 out, .param .u64 inp, .param .u32 n)
+{
+  .reg .pred %p<6>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<12>;
+  .reg .f32 %f<8>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [inp];
+  ld.param.u32 %r1, [n];
+  cvta.to.global.u64 %rd3, %rd1;
+  cvta.to.global.u64 %rd4, %rd2;
+  mov.u32 %r2, %tid.x;
+  mov.f32 %f1, 0fFF800000;
+  mov.u32 %r3, %r2;
+$L_max:
+  setp.ge.s32 %p1, %r3, %r1;
+  @%p1 bra $L_sum0;
+  mul.wide.s32 %rd5, %r3, 4;
+  add.s64 %rd6, %rd4, %rd5;
+  ld.global.f32 %f2, [%rd6];
+  max.f32 %f1, %f1, %f2;
+  add.s32 %r3, %r3, 32;
+  bra.uni $L_max;
+$L_sum0:
+  mov.f32 %f3, 0f00000000;
+  mov.u32 %r4, %r2;
+$L_sum:
+  mul.wide.s32 %rd7, %r4, 4;
+  add.s64 %rd8, %rd4, %rd7;
+  ld.global.f32 %f4, [%rd8];
+  sub.f32 %f5, %f4, %f1;
+  ex2.approx.f32 %f5, %f5;
+  add.f32 %f3, %f3, %f5;
+  add.s64 %rd9, %rd3, %rd7;
+  st.global.f32 [%rd9], %f5;
+  setp.eq.s32 %p4, %r4, 22405;
+  @%p4 st.global.f32 [%rd3], %f3;
+  add.s32 %r4, %r4, 32;
+  setp.lt.s32 %p2, %r4, %r1;
+  @%p2 bra $L_sum;
+  mov.u32 %r5, 500;
+  mul.wide.s32 %rd10, %r2, 4;
+  add.s64 %rd11, %rd3, %rd10;
+$L_down:
+  st.global.f32 [%rd11], %f3;
+  add.s64 %rd11, %rd11, 128;
+  add.s32 %r5, %r5, -1;
+  setp.ne.s32 %p3, %r5, 0;
+  @%p3 bra $L_down;
+  ret;
+}
+"""
+
+# loops whose state does not move by a fixed step: a squared index, a doubling one
+NOT_AFFINE = """
+.visible .entry odd(.param .u64 inp, .param .u32 n)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<8>;
+  .reg .f32 %f<4>;
+  ld.param.u64 %rd1, [inp];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, 0;
+$L_sq:
+  mul.lo.s32 %r4, %r3, %r3;
+  add.s32 %r5, %r4, %r2;
+  mul.wide.s32 %rd2, %r5, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.f32 %f1, [%rd3];
+  add.s32 %r3, %r3, 1;
+  setp.lt.s32 %p1, %r3, 300;
+  @%p1 bra $L_sq;
+  mov.u32 %r6, 1;
+$L_dbl:
+  mul.wide.s32 %rd4, %r6, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  ld.global.f32 %f2, [%rd5];
+  shl.b32 %r6, %r6, 1;
+  setp.lt.s32 %p2, %r6, %r1;
+  @%p2 bra $L_dbl;
+  ret;
+}
+"""
+
+
+def _unskipped(monkeypatch: pytest.MonkeyPatch, *args: object, **kw: object) -> dict[str, object]:
+    """The run with skip-ahead off and a step bound far past what it needs."""
+    from dataclasses import asdict
+
+    from occupancy.tune import ptx_run, ptx_skip
+
+    with monkeypatch.context() as m:
+        m.setattr(ptx_run, "MAX_STEPS", 1_000_000)
+        m.setattr(ptx_skip, "MAX_PROBES", 0)
+        return asdict(run_warp(*args, **kw))  # type: ignore[arg-type]
+
+
+def test_skip_ahead_finishes_long_loops_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three loops of 1,001, 1,001 and 500 iterations (about 23,000 warp instructions)
+    end within MAX_STEPS by jumping through their repeating iterations, with the counters
+    of the run that steps through every one: the lanes past the row's end (n = 32 * 1000
+    + 17), the lone store at index 22,405 and the countdown's exit by equality are where
+    they are, and the sum pass re-reads the max pass's lines."""
+    from dataclasses import asdict
+
+    from occupancy.tune.ptx_skip import Skipper
+
+    jumps: list[int] = []
+    jump = Skipper._jump
+    monkeypatch.setattr(Skipper, "_jump", lambda s, tpl, n: (jumps.append(n), jump(s, tpl, n)))
+    args = (THREE_PASSES, "passes", [A, B, 32 * 1000 + 17], (32,), (1,))
+    t = run_warp(*args, whole=True)
+    assert t.complete and len(jumps) >= 3 and sum(jumps) > 2000
+    full = _unskipped(monkeypatch, *args, whole=True)
+    assert full["steps"] > 1.5 * MAX_STEPS and asdict(t) == full
+    assert (t.global_loads, t.global_stores) == (2 * 1001, 1001 + 1 + 500)
+    assert t.reread_lines == 1001 * 1  # each warp load is one line, read again once
+    # a run that may stop early skips nothing: its outermost loops end it when steady
+    assert not run_warp(*args).complete
+
+
+def test_skip_ahead_refuses_what_does_not_move_by_a_fixed_step(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loop that reads at a squared index, one whose index doubles: no jump, and the
+    run counts what the plain run counts."""
+    from dataclasses import asdict
+
+    from occupancy.tune.ptx_skip import Skipper
+
+    monkeypatch.setattr(Skipper, "_jump", lambda *a: pytest.fail("jumped"))
+    args = (NOT_AFFINE, "odd", [A, 1 << 20], (32,), (1,))
+    t = run_warp(*args, whole=True)
+    assert t.complete and t.global_loads == 300 + 20
+    assert asdict(t) == _unskipped(monkeypatch, *args, whole=True)
+
+
+def test_skip_ahead_stays_bounded() -> None:
+    """An endless loop in a run that only MAX_STEPS ends: the probes count toward it, the
+    jumps are bounded, and the run is measured per iteration. A loop of 2^31 iterations
+    ends, counted whole. A warp of 3,000 registers whose loop never repeats by a fixed
+    step: each back edge's mark copies every register, until MAX_MARKED (without it,
+    4,500 marks of 96,000 values: a minute)."""
+    t0 = time.monotonic()
+    t = run_warp(SPIN, "spin", [0], (32,), (1,), whole=True)
+    assert not t.complete and t.steps == 2
+    long = SPIN.replace("bra.uni $L_top;", "setp.lt.s32 %p1, %r6, 2147483647;\n  @%p1 bra $L_top;")
+    long = long.replace(".reg .b32 %r<9>;", ".reg .b32 %r<9>;\n  .reg .pred %p<2>;")
+    t = run_warp(long, "spin", [0], (32,), (1,), whole=True)
+    assert t.complete and t.steps == 3 * 2147483647  # (then it runs off the end)
+    movs = "\n".join(f"  mov.u32 %r{i}, {i};" for i in range(2, 3000))
+    many = SPIN.replace("$L_top:\n  add.s32 %r6, %r6, 1;", movs + "\n  mov.u32 %r1, 1;\n$L_top:\n"
+                        "  mul.lo.s32 %r1, %r1, 3;").replace("%r<9>", "%r<3001>")
+    t = run_warp(many, "spin", [0], (32,), (1,), whole=True)
+    assert not t.complete and t.steps == 2
+    assert time.monotonic() - t0 < 20

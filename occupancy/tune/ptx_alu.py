@@ -59,8 +59,10 @@ def _setp(w: Warp, parts: tuple[str, ...], args: tuple[str, ...], t: str,
     predicate where the instruction names one) into its one or two predicates."""
     cmp_ = _COMPARE.get(parts[0], lambda a, b: False)
     targets = args[0].split("|")
-    res = [bool(cmp_(a, b)) for a, b in zip(w.vals(args[1], lanes, t), w.vals(args[2], lanes, t),
-                                            strict=True)]
+    xs, ys = w.vals(args[1], lanes, t), w.vals(args[2], lanes, t)
+    if w.compares is not None:
+        w.compares.append((cmp_, lanes, xs, ys))
+    res = [bool(cmp_(a, b)) for a, b in zip(xs, ys, strict=True)]
     if len(args) > 3 and parts[1] in ("and", "or", "xor"):
         neg = args[3].startswith("!")
         cs = [bool(c) != neg for c in w.vals(args[3].lstrip("!"), lanes, "pred")]

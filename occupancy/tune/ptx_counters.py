@@ -4,6 +4,7 @@ went through become that unit, and a block's sample of two warps."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import astuple, dataclass
 
 # Counters, in this order, for a unit of work (one warp's run, or one loop iteration).
@@ -100,25 +101,28 @@ def steady(rows: list[list[float]]) -> bool:
 
 
 def loop_unit(counters: list[float], finished: bool, snaps: dict[int, list[list[float]]],
-              spans: dict[int, int]) -> tuple[list[float], float]:
+              spans: dict[int, int], jumped: Mapping[int, int] | None = None
+              ) -> tuple[list[float], float]:
     """The counters of the run's unit, and the FFMAs of one iteration of its innermost loop
     with floating-point work (0 without one). `snaps`: per loop start, the counters at each
-    of its back edges; `spans`: per loop start, its backward branch. A finished run is its
-    own unit; a cut one, one iteration of a loop that repeated."""
+    of its back edges; `spans`: per loop start, its backward branch; `jumped`: per loop
+    start, the back edges a skip-ahead went past without noting them (ptx_skip). A finished
+    run is its own unit; a cut one, one iteration of a loop that repeated."""
     unit = counters
     # per iteration of each loop that repeated: the unit is the outermost one doing FP work
     # (a tiled kernel's tile loop: its loads, barriers and every FMA of the tile), else the
     # one that ran the most FP work; the innermost one's FFMAs say how far ptxas unrolled
     per_loop = []
+    jumped = jumped or {}
     for tgt, rows in snaps.items():
         if len(rows) >= 2:
+            iters = len(rows) - 1 + jumped.get(tgt, 0)
             delta = [b - a for a, b in zip(rows[0], rows[-1], strict=True)]
             # one iteration's FFMAs: the fewest between two back edges (the mean over
             # several also holds the enclosing loop's work between its runs)
             ffma = min(b[COUNTER["ffma"]] - a[COUNTER["ffma"]]
                        for a, b in zip(rows, rows[1:], strict=False))
-            per_loop.append((spans[tgt] - tgt, [x / (len(rows) - 1) for x in delta], len(rows) - 1,
-                             ffma))
+            per_loop.append((spans[tgt] - tgt, [x / iters for x in delta], iters, ffma))
     fp = [x for x in per_loop if x[1][COUNTER["flops"]] > 0]
     inner = min(fp, key=lambda x: x[0])[3] if fp else 0.0
     if not finished and per_loop:

@@ -1,6 +1,7 @@
 """One warp run through a kernel's PTX (ptxsim): the lanes in lock step with per-lane program
 counters, each instruction counted and executed, until the warp ends, MAX_STEPS, or a loop
-that repeats itself says what one iteration does."""
+that repeats itself says what one iteration does (a run followed whole jumps through such
+a loop instead: ptx_skip)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import cast
 from occupancy.tune.ptx_alu import alu, shfl
 from occupancy.tune.ptx_counters import COUNTER, FIELDS, Traffic, enclosed, loop_unit, steady
 from occupancy.tune.ptx_parse import Insn, Kernel, PtxError, parse_kernel
+from occupancy.tune.ptx_skip import Skipper
 from occupancy.tune.ptx_warp import WARP, Warp
 
 MAX_STEPS = 12_000  # warp instructions per run; fixed, no manifest or PTX number changes it
@@ -57,7 +59,7 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
     w = Warp(k, _param_values(k, params), block, where, grid, banks, warp, unroll)
     walk = _LockStep(w, whole)
     finished = walk.run()
-    unit, inner = loop_unit(w.counters, finished, walk.snaps, walk.spans)
+    unit, inner = loop_unit(w.counters, finished, walk.snaps, walk.spans, walk.iters)
     if atomic_log is not None:
         atomic_log.extend(w.atomic_log)
     return Traffic(finished, len(w.lanes), **dict(zip(FIELDS, unit, strict=True)), inner_ffma=inner)
@@ -81,62 +83,80 @@ def _param_values(k: Kernel, params: Sequence[float | int]) -> dict[str, float |
 class _LockStep:
     """The warp's lanes in lock step: each has its program counter, and the lanes at the
     lowest one run its instruction together (the reconvergence rule for structured code).
-    Each backward branch taken notes the counters (`snaps`) for loop_unit."""
+    Each backward branch taken notes the counters (`snaps`) for loop_unit and, in a
+    `whole` run, may skip ahead through the loop (ptx_skip). (Not in a run that stops at a
+    steady loop: skipping its inner loops would only change which loop's iteration a cut
+    run's unit is, a heuristic choice either way.)"""
 
     def __init__(self, w: Warp, whole: bool) -> None:
         self.w = w
         self.whole = whole
         self.pcs: list[int | None] = [0] * len(w.lanes)  # per lane; None: exited
-        self.steps = 0
+        self.steps = 0  # the warp's instruction clock, skipped iterations included
+        # steps that do not count toward MAX_STEPS (skipped), and those that do but are
+        # not the warp's (the probes of a skip, undone after)
+        self.skipped = 0
+        self.spent = 0
         self.snaps: dict[int, list[list[float]]] = {}  # loop start -> counters at each back edge
         self.spans: dict[int, int] = {}  # loop start -> its backward branch
+        self.iters: dict[int, int] = {}  # loop start -> its back edges that a skip jumped
         self.loops = [(ins.label_target, i) for i, ins in enumerate(w.k.code)
                       if ins.op in ("bra", "brx") and ins.label_target is not None
                       and ins.label_target <= i]
+        self.probing = False
+        self.skip = Skipper(self) if whole else None
 
     def run(self) -> bool:
         """Step until every lane has exited (True), or until MAX_STEPS or a steady loop ends
         the run (False)."""
-        w, code = self.w, self.w.k.code
-        n = len(w.lanes)  # lane i is w.lanes[i] == i
         while True:
-            pcs = self.pcs
-            if None in pcs:
-                live = [p for p in pcs if p is not None]
-                if not live:
-                    return True
-                pc = min(live)
-            else:
-                pc = min(cast(list[int], pcs))
-            if self.steps >= MAX_STEPS:
-                return False
-            if pc >= len(code):  # ran off the end of the code: those lanes are done
-                self.pcs = [None if p == pc else p for p in pcs]
-                continue
-            ins = code[pc]
-            if pcs.count(pc) == n:  # the warp together (the usual case)
-                group = list(range(n))
-                self.pcs = [pc + 1] * n
-            else:
-                group = [i for i, p in enumerate(pcs) if p == pc]
-                for i in group:
-                    pcs[i] = pc + 1
-            run = self._guarded(ins, group)
-            self.steps += 1
-            w.counters[COUNTER["steps"]] += 1
-            if not run:
-                continue
-            if w.pending:
-                _first_uses(w, ins, self.steps)
-            if ins.op in ("bra", "brx"):
-                if self._branch(ins, pc, group, run):
-                    return False  # three identical iterations of an outermost loop doing FP work
-            elif ins.op in ("ret", "exit", "trap"):
-                for i in group:
-                    if w.lanes[i] in run:
-                        self.pcs[i] = None
-            else:
-                _execute(w, ins, pc, run, self.steps)
+            done = self.step()
+            if done is not None:
+                return done
+
+    def step(self) -> bool | None:
+        """One warp instruction (or the exit of lanes that ran off the code): True where every
+        lane has exited, False where MAX_STEPS or a steady loop ends the run, else None."""
+        w, code = self.w, self.w.k.code
+        pcs = self.pcs
+        if None in pcs:
+            live = [p for p in pcs if p is not None]
+            if not live:
+                return True
+            pc = min(live)
+        else:
+            pc = min(cast(list[int], pcs))
+        if self.steps - self.skipped + self.spent >= MAX_STEPS:
+            return False
+        if pc >= len(code):  # ran off the end of the code: those lanes are done
+            self.pcs = [None if p == pc else p for p in pcs]
+            return None
+        ins = code[pc]
+        n = len(pcs)  # lane i is w.lanes[i] == i
+        if pcs.count(pc) == n:  # the warp together (the usual case)
+            group = list(range(n))
+            self.pcs = [pc + 1] * n
+        else:
+            group = [i for i, p in enumerate(pcs) if p == pc]
+            for i in group:
+                pcs[i] = pc + 1
+        run = self._guarded(ins, group)
+        self.steps += 1
+        w.counters[COUNTER["steps"]] += 1
+        if not run:
+            return None
+        if w.pending:
+            _first_uses(w, ins, self.steps)
+        if ins.op in ("bra", "brx"):
+            if self._branch(ins, pc, group, run):
+                return False  # three identical iterations of an outermost loop doing FP work
+        elif ins.op in ("ret", "exit", "trap"):
+            for i in group:
+                if w.lanes[i] in run:
+                    self.pcs[i] = None
+        else:
+            _execute(w, ins, pc, run, self.steps)
+        return None
 
     def _guarded(self, ins: Insn, lanes: list[int]) -> list[int]:
         """The lanes whose guard predicate lets the instruction run (all without one)."""
@@ -147,8 +167,9 @@ class _LockStep:
 
     def _branch(self, ins: Insn, pc: int, group: list[int], run: list[int]) -> bool:
         """The lanes that take the branch go to its target. Taken backward, it ends an
-        iteration of a loop, whose counters are noted; True where that loop, an outermost
-        one, has repeated steadily and the run may stop (never for a `whole` run)."""
+        iteration of a loop, whose counters are noted, and a `whole` run may skip ahead
+        through the loop; True where that loop, an outermost one, has repeated steadily and
+        the run may stop (never for a `whole` run)."""
         tgt = ins.label_target
         if tgt is None:
             return False
@@ -160,6 +181,8 @@ class _LockStep:
         rows = self.snaps.setdefault(tgt, [])
         self.spans[tgt] = pc
         rows.append(list(self.w.counters))
+        if self.skip is not None and not self.probing:
+            self.skip.back_edge(tgt)
         return not self.whole and steady(rows) and not enclosed(tgt, pc, self.loops)
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache, lru_cache
+from typing import Any
 
 from occupancy.core.banks import bank_conflicts
 from occupancy.tune.ptx_counters import COUNTER, FIELDS
@@ -15,6 +16,10 @@ from occupancy.tune.ptx_parse import MEM_OPERAND, PTX_TYPES, SHARED_TAG, Insn, K
 
 MAX_ATOMIC_LOG = 1024  # lane atomics whose addresses a run keeps (run_warp's atomic_log)
 WARP = 32
+# count_global's arguments: lane addresses, bytes per lane, store, atomic (float or not)
+GlobalAccess = tuple[list[int], int, bool, bool | None]
+# a setp's comparison, the lanes that ran it, and their two operands
+Compare = tuple[Callable[[Any, Any], bool], list[int], list[float | int], list[float | int]]
 
 
 @cache
@@ -112,6 +117,11 @@ class Warp:
         self.atomic_log: list[tuple[int, bool]] = []  # (address, floating-point) per lane
         self.line_seen: dict[int, float] = {}  # global line -> the warp's line bytes then
         self.loaded = 0.0  # bytes of lines the warp has loaded or stored so far
+        # each global access counted, as count_global's arguments, where a skip-ahead may
+        # replay them (ptx_skip); None: not noted
+        self.events: list[GlobalAccess] | None = None
+        # and each setp's comparison, its lanes and their two values (the same)
+        self.compares: list[Compare] | None = None
 
     # operands
     def val(self, a: str, lane: int, t: str = "b32") -> float | int:
@@ -205,7 +215,13 @@ class Warp:
         c[COUNTER["shared_ideal"]] += max(1, ideal)
         c[COUNTER["shared_accesses"]] += 1
 
-    def count_global(self, addrs: list[int], width: int, store: bool) -> None:
+    def count_global(self, addrs: list[int], width: int, store: bool,
+                     atomic: bool | None = None) -> None:
+        """One warp access to global (or local) memory: its lines and sectors, the lines it
+        loads again, and, for an atomic (`atomic`: whether floating-point), its lanes'
+        addresses into atomic_log."""
+        if self.events is not None:
+            self.events.append((addrs, width, store, atomic))
         c = self.counters
         lines = {b // 128 for a in addrs for b in (a, a + width - 1)}
         sectors: dict[int, int] = {}
@@ -233,6 +249,8 @@ class Warp:
                     c[COUNTER["reread_distance"]] += self.loaded - seen
                 self.line_seen[line] = self.loaded
             self.loaded += 128.0 * len(lines)
+        if atomic is not None and len(self.atomic_log) + len(addrs) <= MAX_ATOMIC_LOG:
+            self.atomic_log.extend((a, atomic) for a in addrs)
 
     def memory(self, i: int, ins: Insn, lanes: list[int]) -> bool:
         """Count one warp-wide access; True where it went to global (or local) memory."""
@@ -278,11 +296,9 @@ class Warp:
             if ins.op in ("atom", "red"):
                 self.count_shared(addrs, width)
             return False
-        self.count_global(addrs, width, store or ins.op == "atom")
-        if ins.op in ("atom", "red") and space == "global" and \
-                len(self.atomic_log) + len(addrs) <= MAX_ATOMIC_LOG:
-            flt = any(p.startswith(("f", "bf")) for p in ins.parts)
-            self.atomic_log.extend((a, flt) for a in addrs)
+        atomic = any(p.startswith(("f", "bf")) for p in ins.parts) \
+            if ins.op in ("atom", "red") and space == "global" else None
+        self.count_global(addrs, width, store or ins.op == "atom", atomic)
         return True
 
     def across_iterations(self, i: int, ins: Insn, addrs: list[int], width: int) -> bool:

@@ -17,7 +17,10 @@ wavefronts are those of the SASS. The run stops at MAX_STEPS warp instructions, 
 bound that no input changes (or earlier, once three iterations of a loop with
 floating-point work repeat exactly): a kernel that runs longer is measured per iteration
 of its hottest loop (the backward branch whose iterations hold the most floating-point
-work), a kernel that ends before it, per warp.
+work), a kernel that ends before it, per warp. A run followed to its end (a kernel
+without declared FLOPs) jumps through the iterations of a loop whose state moves by a
+fixed step, with the counters they would add, so that a warp walking a long row (a
+softmax's three passes over 50,257 columns) still ends within the bound.
 
 Data-dependent addresses (gathers through loaded indices) see zeros; unknown
 instructions leave their destination at zero. It is an estimate of the access pattern,
@@ -25,8 +28,9 @@ exact for the affine addressing of tiled kernels.
 
 The emulator, by job: ptx_parse (the PTX text decoded, ptxas's vector merges, the address
 space), ptx_warp (a warp's registers, operands and the accesses it counts), ptx_alu (what
-the other instructions compute), ptx_run (the lock-step run and where it stops) and
-ptx_counters (the counters, the unit a run reports, a block's sample of two warps). This
+the other instructions compute), ptx_run (the lock-step run and where it stops), ptx_skip
+(the jumps through repeating loops) and ptx_counters (the counters, the unit a run
+reports, a block's sample of two warps). This
 module is their one face: the names the rest of the package uses.
 """
 
