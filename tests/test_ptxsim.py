@@ -507,3 +507,40 @@ def test_skip_ahead_stays_bounded() -> None:
     t = run_warp(many, "spin", [0], (32,), (1,), whole=True)
     assert not t.complete and t.steps == 2
     assert time.monotonic() - t0 < 20
+
+
+ROW_PER_WARP = """
+extern "C" __global__ void row_sum(const float* a, float* out, int n) {
+  float s = 0.0f;
+  for (int i = threadIdx.x; i < n; i += 32) s += a[(long)blockIdx.x * n + i];
+  if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+"""
+
+
+def test_a_one_warp_block_is_sampled_on_two_rows(tmp_path: Path) -> None:
+    """A block of one warp has no last warp to stand beside warp 0, so the next block's
+    warp 0 is the second sample: a row of 1,000 floats starts 32 B further into a 128-B line
+    than the one before it, and the two rows re-read their lines at other distances."""
+    need_nvcc()
+    from occupancy.build.builds import build_ptx
+    from occupancy.build.compilers import make_build
+    from occupancy.tune.traffic import warp_traffic
+
+    src = tmp_path / "rows.cu"
+    src.write_text(ROW_PER_WARP)
+    build = make_build(src, "sm_90")
+    n, rows = 1000, 64
+    args = [A, B, n]
+    ptx = build_ptx(build)
+    mid = run_warp(ptx, "row_sum", args, (32,), (rows,), whole=True)
+    nxt = run_warp(ptx, "row_sum", args, (32,), (rows,), whole=True, next_block=True)
+    assert mid.complete and nxt.complete
+    assert mid.reread_distance != nxt.reread_distance
+    both = warp_traffic(build, "row_sum", args, (32,), (rows,), 32, whole=True)
+    assert both is not None
+    assert both.reread_distance == pytest.approx((mid.reread_distance + nxt.reread_distance) / 2)
+    one = warp_traffic(build, "row_sum", args, (32,), (1,), 32, whole=True)  # no next block
+    assert one is not None
+    alone = run_warp(ptx, "row_sum", args, (32,), (1,), whole=True)
+    assert one.reread_distance == alone.reread_distance

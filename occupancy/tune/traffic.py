@@ -74,6 +74,12 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
                                          whole, max(unroll, 1), atomic_log=last_log))
         except PtxError:
             last_log.clear()  # warp 0 alone
+    elif grid and grid[0] >= 2:  # a block of one warp: the next block's, a second row
+        try:
+            t = block_sample(t, run_warp(ptx, entry, args, block, grid, banks, 0, whole,
+                                         max(unroll, 1), next_block=True))
+        except PtxError:
+            pass  # warp 0 alone
     # (a grid under 3 blocks a side has its middle block at 0: nothing to compare it with)
     if first.complete and (first_log or last_log) and any(g >= 3 for g in grid):
         t = _contended(t, ptx, entry, args, block, grid, banks, whole, max(unroll, 1),
