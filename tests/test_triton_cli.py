@@ -282,6 +282,7 @@ def test_tile_json_per_device(checked: dict[str, Any]) -> None:
     assert sorted(c["sizes"]["64"]["rank"] for c in rtx.values() if c["fits"]) == [1, 2]
 
 
+@pytest.mark.slow  # Triton compiles the examples (the `checked` fixture)
 def test_tile_text_ranks_by_occupancy_where_the_model_does_not_apply(
         checked: dict[str, Any]) -> None:
     r = _tile("--kernel", "softmax", "-d", "h200")
@@ -289,6 +290,7 @@ def test_tile_text_ranks_by_occupancy_where_the_model_does_not_apply(
     assert "ranked by occupancy" in r.output and "best at n_rows=4096: config 1" in r.output
 
 
+@pytest.mark.slow  # Triton compiles the examples (the `checked` fixture)
 def test_vllm_files_and_the_table(checked: dict[str, Any], tmp_path: Path) -> None:
     from occupancy.tune.triton_prune import make_prune_hook, read_config_file
 
@@ -311,6 +313,7 @@ def test_vllm_files_and_the_table(checked: dict[str, Any], tmp_path: Path) -> No
     assert read_config_file(EXAMPLES / "E=8,N=4096,device_name=NVIDIA_H200.json") == shipped
 
 
+@pytest.mark.slow  # Triton compiles the examples (the `checked` fixture)
 def test_hostile_names_are_escaped(checked: dict[str, Any], tmp_path: Path) -> None:
     shutil.copy(EXAMPLES / "matmul.py", tmp_path / "matmul.py")
     text = MANIFEST.read_text()
