@@ -429,11 +429,10 @@ def solve(dev: Device, threads_per_block: int,
 
 
 # --- searches built on solve() -------------------------------------------------------------
-# Their results are NamedTuples: immutable values compared by value, as dataclasses would be,
-# at a quarter of a frozen dataclass's cost to create (every `occupancy` start-up pays it).
 
 
-class BestBlockSize(NamedTuple):
+@dataclass(frozen=True)
+class BestBlockSize:
     """What cudaOccupancyMaxPotentialBlockSize answers, with the winning solve."""
 
     block_size: int
@@ -478,7 +477,8 @@ def best_block_size(dev: Device, registers_per_thread: int = 0, static_shared_me
     return BestBlockSize(block, result.active_blocks_per_sm * dev.sm_count, result, tuple(tried))
 
 
-class AvailableSmem(NamedTuple):
+@dataclass(frozen=True)
+class AvailableSmem:
     """Dynamic smem one block may use so that `blocks` of them stay resident."""
 
     bytes: int | None  # None: that many blocks never fit, whatever the smem
@@ -515,7 +515,8 @@ def available_dynamic_smem(dev: Device, blocks: int, threads_per_block: int,
     return AvailableSmem(exact, driver, blocks)
 
 
-class Cliff(NamedTuple):
+@dataclass(frozen=True)
+class Cliff:
     """How far a resource is from changing the number of resident blocks."""
 
     resource: str  # "registers" or "shared_memory"
