@@ -21,10 +21,13 @@ def alu(w: Warp, ins: Insn, lanes: list[int]) -> None:
     if op == "setp":
         _setp(w, parts, args, t, lanes)
         return
-    if op == "selp":
+    if op == "selp":  # each lane reads only the operand its predicate picks
         p = w.vals(args[3], lanes, "pred")
-        a, b = w.vals(args[1], lanes, t), w.vals(args[2], lanes, t)
-        w.set_lanes(d, lanes, [x if c else y for c, x, y in zip(p, a, b, strict=True)], t)
+        on = [ln for ln, c in zip(lanes, p, strict=True) if c]
+        off = [ln for ln, c in zip(lanes, p, strict=True) if not c]
+        got = dict(zip(on, w.vals(args[1], on, t), strict=True)) if on else {}
+        got.update(zip(off, w.vals(args[2], off, t), strict=True) if off else {})
+        w.set_lanes(d, lanes, [got[ln] for ln in lanes], t)
         return
     if op in ("mov", "cvta", "cvt"):
         _move(w, op, parts, args, types, t, lanes)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 
 from occupancy.build.names import split_top
 
@@ -167,7 +167,7 @@ def _vector_groups(code: list[Insn], starts: set[int]) -> dict[int, tuple[int, i
     return groups
 
 
-@cache
+@lru_cache(maxsize=256)
 def access_bytes(parts: tuple[str, ...]) -> int:
     """Bytes one lane moves in an access of these type parts (.v2/.v4 vectors included)."""
     t = next((p for p in reversed(parts) if p in PTX_TYPES), "b32")

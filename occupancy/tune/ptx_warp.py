@@ -62,7 +62,7 @@ def _wavefronts(offsets: tuple[int, ...], elem: int, banks: int) -> int:
     return bank_conflicts(offsets, element_bytes=elem, banks=banks).wavefronts
 
 
-@cache
+@lru_cache(maxsize=4096)
 def _mem_operand(a: str) -> tuple[str, int] | None:
     """A memory operand's base and offset ([%rd1+16] -> ('%rd1', 16)); None if not one."""
     m = MEM_OPERAND.match(a)
