@@ -488,8 +488,47 @@ def test_skip_ahead_refuses_what_does_not_move_by_a_fixed_step(
     assert asdict(t) == _unskipped(monkeypatch, *args, whole=True)
 
 
+WRAP = """
+.visible .entry wrap(.param .u64 inp, .param .u32 n)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<8>;
+  .reg .f32 %f<4>;
+  ld.param.u64 %rd1, [inp];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, 0;
+$L_w:
+  and.b32 %r4, %r3, 3;
+  add.s32 %r5, %r4, %r2;
+  mul.wide.s32 %rd2, %r5, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.f32 %f1, [%rd3];
+  add.s32 %r3, %r3, 1;
+  setp.lt.s32 %p1, %r3, %r1;
+  @%p1 bra $L_w;
+  ret;
+}
+"""
+
+
+def test_a_wrapping_index_still_ends_where_it_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loop whose index wraps (i & 3) moves by a fixed step for three iterations and then
+    does not: every search fails. Its 1,400 iterations (11,205 steps) ended within MAX_STEPS
+    before skip-ahead; the failed probes have a budget of their own and the loop waits
+    longer after each, so the run still ends, with the plain run's counters (counted in
+    MAX_STEPS, the probes cut it after one iteration)."""
+    from dataclasses import asdict
+
+    args = (WRAP, "wrap", [A, 1400], (32,), (1,))
+    t = run_warp(*args, whole=True)
+    assert t.complete and t.global_loads == 1400
+    assert asdict(t) == _unskipped(monkeypatch, *args, whole=True)
+
+
 def test_skip_ahead_stays_bounded() -> None:
-    """An endless loop in a run that only MAX_STEPS ends: the probes count toward it, the
+    """An endless loop in a run that only MAX_STEPS ends: the probes have their own budget, the
     jumps are bounded, and the run is measured per iteration. A loop of 2^31 iterations
     ends, counted whole. A warp of 3,000 registers whose loop never repeats by a fixed
     step: each back edge's mark copies every register, until MAX_MARKED (without it,

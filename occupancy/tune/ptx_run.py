@@ -97,8 +97,8 @@ class _LockStep:
         self.whole = whole
         self.pcs: list[int | None] = [0] * len(w.lanes)  # per lane; None: exited
         self.steps = 0  # the warp's instruction clock, skipped iterations included
-        # steps that do not count toward MAX_STEPS (skipped), and those that do but are
-        # not the warp's (the probes of a skip, undone after)
+        # steps that do not count toward MAX_STEPS: the iterations a skip jumped, and the
+        # probes of a skip (undone after; ptx_skip.MAX_PROBE_STEPS bounds them)
         self.skipped = 0
         self.spent = 0
         self.snaps: dict[int, list[list[float]]] = {}  # loop start -> counters at each back edge
@@ -130,7 +130,7 @@ class _LockStep:
             pc = min(live)
         else:
             pc = min(cast(list[int], pcs))
-        if self.steps - self.skipped + self.spent >= MAX_STEPS:
+        if self.steps - self.skipped >= MAX_STEPS:
             return False
         if pc >= len(code):  # ran off the end of the code: those lanes are done
             self.pcs = [None if p == pc else p for p in pcs]

@@ -61,7 +61,13 @@ if TYPE_CHECKING:
 
 MAX_SKIP = 1 << 30  # iterations one jump skips at most
 MAX_REPLAY = 1 << 15  # global accesses the jumps of one run replay at most
-MAX_PROBES = 512  # probe iterations of one run (their steps count toward MAX_STEPS too)
+MAX_PROBES = 512  # probe iterations of one run
+# probe steps of one run, a budget of their own: counted in the warp's MAX_STEPS, probes
+# that fail again and again (a loop whose index wraps, `i & 3`) cut runs that used to end
+MAX_PROBE_STEPS = 12_000
+# a search that jumps fewer iterations than this cost more probes than it saved: the loop
+# waits 2, 4, 8, ... of its back edges (at most 2^20) before it is looked at again
+JUMP_WORTH = 8
 # values the marks of one run copy at most (a register's lanes count 32): a mark costs
 # what the warp holds, and hostile PTX may write tens of thousands of registers
 MAX_MARKED = 1 << 24
@@ -86,7 +92,7 @@ class Walk(Protocol):
     pcs: list[int | None]
     steps: int  # the clock
     skipped: int  # steps jumped (not counted toward MAX_STEPS)
-    spent: int  # probe steps (counted, though not the warp's)
+    spent: int  # probe steps (their own budget, MAX_PROBE_STEPS)
     snaps: dict[int, list[list[float]]]
     spans: dict[int, int]
     iters: dict[int, int]  # back edges jumped per loop
@@ -275,13 +281,19 @@ class Skipper:
         self.replayed = 0
         self.probes = 0
         self.marked = 0
+        self.wait: dict[int, int] = {}  # loop -> back edges it waits before the next search
+        self.fails: dict[int, int] = {}  # loop -> its searches that jumped too little
         walk.w.events = []
         walk.w.compares = []
 
     def back_edge(self, tgt: int) -> None:
         """The warp has just taken the back edge of the loop at `tgt`: note its state, and
         where its last two iterations repeat affinely, jump as far as the probes allow."""
-        if self.probes >= MAX_PROBES or self.marked >= MAX_MARKED:
+        if self.probes >= MAX_PROBES or self.marked >= MAX_MARKED \
+                or self.walk.spent >= MAX_PROBE_STEPS:
+            return
+        if self.wait.get(tgt, 0):
+            self.wait[tgt] -= 1
             return
         hist = self.marks.setdefault(tgt, [])
         hist.append(self._mark())
@@ -297,6 +309,9 @@ class Skipper:
         hist.clear()  # (after a jump, or a refused one, the loop's marks start again)
         if n:
             self._jump(tpl, n)
+        if n < JUMP_WORTH:
+            self.fails[tgt] = self.fails.get(tgt, 0) + 1
+            self.wait[tgt] = 1 << min(self.fails[tgt], 20)
 
     def _mark(self) -> Mark:
         walk, w = self.walk, self.walk.w
@@ -316,7 +331,8 @@ class Skipper:
             cap = min(cap, (MAX_REPLAY - self.replayed) // len(tpl.events))
         lo, hi = 0, cap + 1  # n = lo held; n = hi failed (or is past the cap)
         n = cap
-        while hi - lo > 1 and self.probes < MAX_PROBES and self.marked < MAX_MARKED:
+        while hi - lo > 1 and self.probes < MAX_PROBES and self.marked < MAX_MARKED \
+                and self.walk.spent < MAX_PROBE_STEPS:
             if self._probe(tpl, n):
                 lo = n
             else:
@@ -327,7 +343,7 @@ class Skipper:
     def _probe(self, tpl: Template, n: int) -> bool:
         """Whether, with the registers n iterations on, the next iteration does what the
         template says iteration n + 1 does. The run's state is put back after, the probe's
-        steps are added to `spent`."""
+        steps are added to `spent` (MAX_PROBE_STEPS bounds them, not MAX_STEPS)."""
         walk, w = self.walk, self.walk.w
         saved = _Saved(self._mark(), list(walk.pcs), dict(walk.spans), w.line_seen, w.loaded,
                        len(w.atomic_log), set(w.streaming))
