@@ -404,8 +404,8 @@ $L_down:
 """
 
 # loops whose state does not move by a fixed step: a squared index, a doubling one
-NOT_AFFINE = """
-.visible .entry odd(.param .u64 inp, .param .u32 n)
+# a loop test's entry (inp, n): its registers, the arguments, %r2 the lane, %r3 = 0
+LOOP_HEAD = """
 {
   .reg .pred %p<4>;
   .reg .b32 %r<12>;
@@ -415,7 +415,9 @@ NOT_AFFINE = """
   ld.param.u32 %r1, [n];
   mov.u32 %r2, %tid.x;
   mov.u32 %r3, 0;
-$L_sq:
+"""
+NOT_AFFINE = """
+.visible .entry odd(.param .u64 inp, .param .u32 n)""" + LOOP_HEAD + """$L_sq:
   mul.lo.s32 %r4, %r3, %r3;
   add.s32 %r5, %r4, %r2;
   mul.wide.s32 %rd2, %r5, 4;
@@ -489,17 +491,7 @@ def test_skip_ahead_refuses_what_does_not_move_by_a_fixed_step(
 
 
 WRAP = """
-.visible .entry wrap(.param .u64 inp, .param .u32 n)
-{
-  .reg .pred %p<4>;
-  .reg .b32 %r<12>;
-  .reg .b64 %rd<8>;
-  .reg .f32 %f<4>;
-  ld.param.u64 %rd1, [inp];
-  ld.param.u32 %r1, [n];
-  mov.u32 %r2, %tid.x;
-  mov.u32 %r3, 0;
-$L_w:
+.visible .entry wrap(.param .u64 inp, .param .u32 n)""" + LOOP_HEAD + """$L_w:
   and.b32 %r4, %r3, 3;
   add.s32 %r5, %r4, %r2;
   mul.wide.s32 %rd2, %r5, 4;

@@ -150,19 +150,6 @@ class Warp:
             v = int(v) if math.isfinite(v) else 0
         return _wrap(v, bits, signed)
 
-    def set(self, a: str, lane: int, v: float | int, t: str = "b32") -> None:
-        if not a.startswith("%"):
-            return
-        bits, signed, flt = type_kind(t)
-        if not flt and not isinstance(v, float):
-            v = _wrap(int(v), bits, signed)
-        elif not flt:
-            v = _wrap(int(v), bits, signed) if math.isfinite(v) else 0
-        self.regs.setdefault(a, [0] * WARP)[lane] = v
-
-    def address(self, a: str, lane: int) -> int:
-        return self.addresses(a, [lane])[0]
-
     def vals(self, a: str, lanes: Sequence[int], t: str = "b32") -> list[float | int]:
         """val of each lane: one operand decoded once for the lanes."""
         if a.startswith("%"):
