@@ -423,8 +423,9 @@ def build_cubin(build: Build) -> bytes:
 
 
 def build_ptx(build: Build) -> str:
-    """The PTX of that same compile (the addresses ptxsim follows)."""
-    return (_compile(build, want=".ptx")[1] or b"").decode(errors="replace")
+    """The PTX of that same compile (the addresses ptxsim follows). No SASS loop mix: a
+    compile made here skips nvdisasm, and one that later wants the mix reads the cached cubin."""
+    return (_compile(build, want=".ptx", loop_mix=False)[1] or b"").decode(errors="replace")
 
 
 def _compile(build: Build, want: str | None = None, loop_mix: bool = True,
