@@ -511,6 +511,37 @@ def test_sass_hottest_loop_skips_out_of_line_fallbacks() -> None:
     assert dict(sass_loop_mix(looped)["_Z1kPfS_j"])["total"] == 3
 
 
+@pytest.mark.slow
+def test_a_division_in_the_loop_does_not_shorten_its_trip_count(tmp_path: Path) -> None:
+    """Two loops doing one multiply-add of declared work per element, one of them with an
+    IEEE division as well (kernel_tuner's pnpoly computes its slope so). ptxas expands each
+    division into five FFMAs; read as work, they made the loop look 6x shorter per FLOP
+    than it is. In both, the work FFMAs are the elements a pass of the (unrolled) body
+    handles, as the declared FLOPs count them."""
+    from occupancy.build.builds import compile_build
+    from occupancy.build.compilers import make_build
+    from occupancy.tune.model import work_ffma
+
+    need_nvcc()
+    body = {"plain": "acc = fmaf(x[j], y[j], acc);",
+            "divided": "acc = fmaf(x[j], y[j] / z[j], acc);"}
+    mixes = {}
+    for name, line in body.items():
+        src = tmp_path / f"{name}.cu"
+        src.write_text("__global__ void k(const float* x, const float* y, const float* z, "
+                       "float* out, int n) {\n  float acc = 0.f;\n"
+                       f"  for (int j = threadIdx.x; j < n; j += 32) {{ {line} }}\n"
+                       "  out[threadIdx.x] = acc;\n}\n")
+        (res,) = compile_build(make_build(src, "sm_90")).values()
+        mixes[name] = dict(res.loop_mix or ())
+    plain, divided = mixes["plain"], mixes["divided"]
+    assert plain["div_ffma"] == 0 and plain["ffma"] >= 1
+    assert work_ffma(plain) == plain["ffma"]
+    # one division and one multiply-add per element: 6 FFMAs, 1 of them work
+    assert divided["div_ffma"] == 5 * work_ffma(divided) > 0
+    assert divided["ffma"] == 6 * work_ffma(divided)
+
+
 def test_a_bad_store_fails_before_anything_compiles(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """`tile --store` reads the store first: a malformed one is the error, not the end of a

@@ -318,7 +318,15 @@ _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
 _SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                         r"(?:.*?`\((\.L_x_\d+)\))?")
 MIX_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg", "bar",
-            "loop", "ldg_batches", "ldg_cover")
+            "loop", "ldg_batches", "ldg_cover", "div_ffma")
+# An IEEE-rounded float division (`a / b` without --use_fast_math) is expanded by ptxas into
+# MUFU.RCP, an FCHK that sends special operands to a slow-path subroutine, and five FFMAs
+# (two Newton steps on the reciprocal, the quotient, its residual and the corrected
+# quotient), on every architecture nvcc 13 builds (sm_75, 80, 86, 89, 90, 100, 120 checked,
+# 2026-12-01). Those FFMAs are instructions the loop issues, not the multiply-adds of its
+# work: `div_ffma` counts them apart (5 per FCHK), so the loop's trip count is not read
+# from them.
+DIVISION_FFMAS = 5
 _REG = re.compile(r"\bR(\d+)\b")
 
 
@@ -405,6 +413,9 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
                 mix["stg"] += 1
             elif op == "BAR":
                 mix["bar"] += 1
+            elif op == "FCHK":
+                mix["div_ffma"] += DIVISION_FFMAS
+        mix["div_ffma"] = min(mix["div_ffma"], mix["ffma"])
         out[fn] = tuple(mix.items())
     return out
 

@@ -9,6 +9,7 @@ quantization. Constants below carry the hardware fact or the measurement they co
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -428,8 +429,8 @@ def _sass_work(dev: Device, grid_blocks: int, warps_per_block: int, flops: float
     fp32 = fma_time
     issue = lsu = 0.0
     runs = 0.0
-    if flops and mix.get("ffma"):
-        runs = flops / 2 / dev.warp_size / mix["ffma"]  # executions of the loop, warp-wide
+    if flops and work_ffma(mix):
+        runs = flops / 2 / dev.warp_size / work_ffma(mix)  # executions of the loop, warp-wide
     elif mix and not mix.get("loop"):
         runs = float(grid_blocks * warps_per_block)  # straight-line: once a warp
     if runs:
@@ -440,6 +441,15 @@ def _sass_work(dev: Device, grid_blocks: int, warps_per_block: int, flops: float
                       + GLOBAL_LOAD_COST * mix["ldg"] + mix["stg"] + BARRIER_COST * mix["bar"])
         lsu = runs * wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
     return runs, fp32, issue, lsu
+
+
+def work_ffma(mix: Mapping[str, int]) -> int:
+    """The FFMAs of the loop that do its multiply-adds: all of them less those of the IEEE
+    divisions it holds (binaries.DIVISION_FFMAS each). The declared FLOPs count the
+    kernel's work, not how the compiler divides: a loop with a division per iteration would
+    otherwise look 6x shorter per FLOP than it is (kernel_tuner's pnpoly computing its
+    slopes: 48 FFMAs per 8 edges, 8 of them its work)."""
+    return max(0, mix.get("ffma", 0) - mix.get("div_ffma", 0))
 
 
 def _traffic_units(traffic: Traffic | None, grid_blocks: int, warps_per_block: int,

@@ -33,7 +33,7 @@ from occupancy.inputs.expr import ExprError, integer
 from occupancy.inputs.manifest.tuning import DTYPES, MAX_ARRAY_BYTES, MAX_POINTS, ArrayArg, TuneSpec
 from occupancy.inputs.safety import INT32_MAX, check_function, inert
 from occupancy.tune.bounds import INSTANCES_PER_BUILD, WorkLimits, check_work, point_defines
-from occupancy.tune.model import predict_work
+from occupancy.tune.model import predict_work, work_ffma
 from occupancy.tune.ranked import Point, Ranked, TuneReport, order
 
 __all__ = ["Point", "Ranked", "TuneReport", "points", "rank", "rank_entries"]
@@ -352,7 +352,7 @@ def traffic_job(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev
         return None
     # without declared FLOPs nothing scales one loop iteration to the run: run it whole
     return (build, res.function, values, pt.block, pt.grid, dev.shared_memory_banks,
-            "flops" not in spec.work, dict(res.loop_mix or ()).get("ffma", 0))
+            "flops" not in spec.work, work_ffma(dict(res.loop_mix or ())))
 
 
 def kernel_tuner_restrictions(report: TuneReport) -> list[str]:

@@ -37,7 +37,8 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     """One warp of a kernel of this build run on its PTX (ptxsim), with the launch's
     argument values; cached beside the build by the PTX, the launch and the emulator's
     code. None where there is no PTX or the emulator cannot follow it. `sass_ffma`: the
-    FFMAs of the hottest SASS loop; where that body holds several iterations of the PTX
+    FFMAs of the hottest SASS loop that do its work (model.work_ffma: a division's
+    refinement is not counted); where that body holds several iterations of the PTX
     loop, ptxas unrolled it, and the warp is run again with that unroll (ptxsim merges the
     scalar shared loads that step across iterations, as ptxas does)."""
     from occupancy.tune.ptxsim import WARP, PtxError, Traffic, block_sample, run_warp
