@@ -1,0 +1,126 @@
+// Microbenchmark (issue 18): how much of a loop's shared loads and its FFMAs overlap when
+// few warps share an SM. Each iteration of the k loop loads TM + TN floats from shared
+// memory as float4 (LDS.128, conflict-free) and does the TM x TN outer product into its
+// accumulators (TM * TN FFMAs), the inner step of a register-blocked SGEMM. ROLLED keeps the
+// k loop rolled (`#pragma unroll 1`: each warp waits for its own loads before its FFMAs);
+// otherwise it is unrolled by 4 (ptxas can issue the next loads early). Warps per SM are
+// set by the block size and an unused dynamic shared-memory reservation. Written for this
+// project, not taken from any kernel.
+// Build: nvcc -O3 -arch=sm_90 -DTM=8 -DTN=8 [-DROLLED] lds_ffma.cu; run: ./a.out BLOCK:SMEM...
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include <algorithm>
+#include <cuda_runtime.h>
+#ifndef TM
+#define TM 8
+#endif
+#ifndef TN
+#define TN 8
+#endif
+#define K 2048
+#define ROWS 16  // float4 rows of each shared table per float4 of a thread (16 KB at TM = 8)
+#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
+  printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1); } } while (0)
+
+__global__ void outer(const float4* a_in, const float4* b_in, float* out) {
+  __shared__ float4 As[ROWS * (TM / 4)][32];
+  __shared__ float4 Bs[ROWS * (TN / 4)][32];
+  extern __shared__ float reserved[];  // never read: only its reservation counts
+  int lane = threadIdx.x % 32;
+  for (int r = threadIdx.x / 32; r < ROWS * (TM / 4); r += blockDim.x / 32) As[r][lane] = a_in[r * 32 + lane];
+  for (int r = threadIdx.x / 32; r < ROWS * (TN / 4); r += blockDim.x / 32) Bs[r][lane] = b_in[r * 32 + lane];
+  __syncthreads();
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; i++)
+#pragma unroll
+    for (int j = 0; j < TN; j++) acc[i][j] = 0.f;
+#ifdef ROLLED
+#pragma unroll 1
+#else
+#pragma unroll 4
+#endif
+  for (int k = 0; k < K; k++) {
+    int row = k % ROWS;
+    float a[TM], b[TN];
+#pragma unroll
+    for (int i = 0; i < TM / 4; i++) {
+      float4 v = As[row * (TM / 4) + i][lane];
+      a[4 * i] = v.x; a[4 * i + 1] = v.y; a[4 * i + 2] = v.z; a[4 * i + 3] = v.w;
+    }
+#pragma unroll
+    for (int j = 0; j < TN / 4; j++) {
+      float4 v = Bs[row * (TN / 4) + j][lane];
+      b[4 * j] = v.x; b[4 * j + 1] = v.y; b[4 * j + 2] = v.z; b[4 * j + 3] = v.w;
+    }
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+      for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+  }
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < TM; i++)
+#pragma unroll
+    for (int j = 0; j < TN; j++) s += acc[i][j] * (1 + i * TN + j);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+int main(int argc, char** argv) {
+  int na = ROWS * (TM / 4) * 32, nb = ROWS * (TN / 4) * 32;
+  std::vector<float4> ha(na), hb(nb);
+  srand(7);
+  auto rnd = [] { return rand() / (float)RAND_MAX - 0.5f; };
+  for (auto& v : ha) v = make_float4(rnd(), rnd(), rnd(), rnd());
+  for (auto& v : hb) v = make_float4(rnd(), rnd(), rnd(), rnd());
+  float4 *a, *b; float* out;
+  CHECK(cudaMalloc(&a, na * sizeof(float4))); CHECK(cudaMalloc(&b, nb * sizeof(float4)));
+  CHECK(cudaMemcpy(a, ha.data(), na * sizeof(float4), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(b, hb.data(), nb * sizeof(float4), cudaMemcpyHostToDevice));
+  int sms; CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  // one thread's result on the host (lane 5): the same fmaf order
+  double want = 0; {
+    int lane = 5; float acc[TM][TN] = {};
+    for (int k = 0; k < K; k++) {
+      int row = k % ROWS; float av[TM], bv[TN];
+      for (int i = 0; i < TM / 4; i++) { float4 v = ha[(row * (TM / 4) + i) * 32 + lane];
+        av[4*i] = v.x; av[4*i+1] = v.y; av[4*i+2] = v.z; av[4*i+3] = v.w; }
+      for (int j = 0; j < TN / 4; j++) { float4 v = hb[(row * (TN / 4) + j) * 32 + lane];
+        bv[4*j] = v.x; bv[4*j+1] = v.y; bv[4*j+2] = v.z; bv[4*j+3] = v.w; }
+      for (int i = 0; i < TM; i++) for (int j = 0; j < TN; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+    for (int i = 0; i < TM; i++) for (int j = 0; j < TN; j++) want += acc[i][j] * (1 + i * TN + j);
+  }
+  for (int ai = 1; ai < argc; ai++) {
+    int block = atoi(argv[ai]), smem = strchr(argv[ai], ':') ? atoi(strchr(argv[ai], ':') + 1) : 0;
+    CHECK(cudaFuncSetAttribute(outer, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, outer, block, smem));
+    int grid = per_sm * sms * 4;  // four full waves
+    CHECK(cudaMalloc(&out, grid * block * sizeof(float)));
+    cudaEvent_t e0, e1; CHECK(cudaEventCreate(&e0)); CHECK(cudaEventCreate(&e1));
+    for (int r = 0; r < 3; r++) outer<<<grid, block, smem>>>(a, b, out);
+    CHECK(cudaGetLastError()); CHECK(cudaDeviceSynchronize());
+    std::vector<float> ms(11);
+    for (auto& m : ms) {
+      CHECK(cudaEventRecord(e0)); outer<<<grid, block, smem>>>(a, b, out); CHECK(cudaEventRecord(e1));
+      CHECK(cudaEventSynchronize(e1)); CHECK(cudaEventElapsedTime(&m, e0, e1));
+    }
+    std::sort(ms.begin(), ms.end());
+    float got; CHECK(cudaMemcpy(&got, out + 5, sizeof(float), cudaMemcpyDeviceToHost));
+    double warp_iters_per_sm = (double)grid * block / 32 * K / sms;
+#ifdef ROLLED
+    const int rolled = 1;
+#else
+    const int rolled = 0;
+#endif
+    printf("rolled=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
+           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, TM, TN, block, smem,
+           per_sm * block / 32, ms[ms.size() / 2], ms[ms.size() / 2] * 1e6 / warp_iters_per_sm,
+           fabs(got - want) <= 1e-3 * fabs(want) + 1e-3 ? "ok" : "WRONG");
+    CHECK(cudaFree(out)); CHECK(cudaEventDestroy(e0)); CHECK(cudaEventDestroy(e1));
+  }
+  return 0;
+}
