@@ -584,3 +584,100 @@ def test_more_triton_edges(tmp_path: Path) -> None:
         "kernel 'tk': signature: a: '*fp16k' is not a Triton type")
     bf = trit(tmp_path, signature={"E": "bf16", "M": "i32"}, values={"E": "M / 2"})
     assert type(bf.call_values({}, {"M": 64})["E"]) is float
+
+
+def test_triton_measure_keys(tmp_path: Path) -> None:
+    """`arrays`, `outputs`, `reference` and `inputs` (what `measure` reads), and the
+    manifest's path, read back exactly."""
+    p = tmp_path / "m.yaml"
+    base: dict[str, Any] = {"signature": {"a_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32"},
+                            "values": None}
+    s = trit(tmp_path, **base, arrays={"a_ptr": ["M", 4], "c_ptr": "M"}, outputs="c_ptr",
+             reference="a_ptr @ a_ptr.T", inputs="m.py:make")
+    assert {k: [x.text for x in v] for k, v in s.arrays.items()} == {"a_ptr": ["M", "4"],
+                                                                   "c_ptr": ["M"]}
+    assert [x({"M": 64}) for x in s.arrays["a_ptr"]] == [64, 4]
+    assert s.outputs == ("c_ptr",) and s.reference is not None and s.reference.text == "a_ptr @ a_ptr.T"
+    assert s.reference_function is None and s.manifest == str(p)
+    assert s.inputs is not None and (s.inputs.path, s.inputs.shown, s.inputs.name) == (
+        str(tmp_path / "m.py"), "m.py", "make")
+    f = trit(tmp_path, **base, outputs=["c_ptr", "c_ptr"], reference="m.py:ref")
+    assert f.outputs == ("c_ptr",) and f.reference is None and f.inputs is None
+    assert f.reference_function is not None and f.reference_function.name == "ref"
+    assert trit(tmp_path).arrays == {} and trit(tmp_path).outputs == ()
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"arrays": [1]}, "kernel 'tk': arrays: must map pointer arguments to shapes, e.g. "
+                      "{a_ptr: [M, K], c_ptr: [M, N]}"),
+    ({"arrays": {"M": [1]}}, "kernel 'tk': arrays: 'M' is not a pointer argument of the signature"),
+    ({"arrays": {"a_ptr": [1, 2, 3, 4, 5]}}, "kernel 'tk': arrays: a_ptr: a shape is a list of 1-4 sizes"),
+    ({"outputs": ["M"]}, "kernel 'tk': outputs: must list the pointer arguments the kernel "
+                         "writes, e.g. [c_ptr]"),
+    ({"outputs": ["zz"]}, "kernel 'tk': outputs: must list the pointer arguments"),
+    ({"outputs": 3}, "kernel 'tk': outputs: must list the pointer arguments"),
+    ({"reference": "a_ptr"}, "kernel 'tk': reference: checks the kernel's outputs: list them in "
+                             "'outputs:' (e.g. [c_ptr])"),
+    ({"reference": "M @ a_ptr", "outputs": "a_ptr"},
+     "kernel 'tk': reference: M is not an array: .T and @ act on pointer arguments"),
+    ({"reference": "Q @ a_ptr", "outputs": "a_ptr"},
+     "kernel 'tk': reference: unknown name 'Q' in 'Q @ a_ptr'"),
+    ({"values": [1]}, "kernel 'tk': values: must map integer arguments to expressions, e.g. "
+                      "{EM: 'ceil(M * top_k / BLOCK_SIZE_M) * BLOCK_SIZE_M'}"),
+])
+def test_triton_measure_refusals(tmp_path: Path, change: dict[str, Any], message: str) -> None:
+    assert trit_error(tmp_path, **change).startswith(message)
+
+
+def test_triton_caps_at_their_edges(tmp_path: Path) -> None:
+    """256 constexprs, values and problem sizes are taken; 257 are not."""
+    many = {f"c{i}": i for i in range(256)}
+    assert len(trit(tmp_path, constexprs=many).constexprs) == 256
+    assert trit_error(tmp_path, constexprs={**many, "c256": 1}).startswith(
+        "kernel 'tk': constexprs: must map names to values")
+    sig = {f"s{i}": "i32" for i in range(256)}
+    vals = {f"s{i}": "1" for i in range(256)}
+    assert len(trit(tmp_path, signature=sig, values=vals).values) == 256
+    sizes = {f"P{i}": 1 for i in range(255)}
+    assert len(trit(tmp_path, problem={**sizes, "M": 64}).problem) == 256
+    assert trit_error(tmp_path, problem={**sizes, "P255": 1, "M": 64}).startswith(
+        "kernel 'tk': problem: must map sizes to integers")
+
+
+def test_triton_files_by_absolute_path_and_their_errors(tmp_path: Path) -> None:
+    (tmp_path / "c.json").write_text(json.dumps({"1": {"B": 8, "num_warps": 4, "num_stages": 2}}))
+    s = trit(tmp_path, configs=str(tmp_path / "c.json"))
+    assert s.configs == ({"B": 8, "num_warps": 4, "num_stages": 2},)
+    assert s.config_file == str(tmp_path / "c.json")
+    (tmp_path / "bad.json").write_text("[")
+    msg = trit_error(tmp_path, configs="bad.json")
+    assert msg.startswith(f"kernel 'tk': configs: {tmp_path / 'bad.json'}"), msg
+    p = tmp_path / "m.yaml"
+    p.write_bytes(b"kernels: [\xff]\n")
+    for load in (lambda: load_triton(p, "tk"), lambda: load_manifest(p)):
+        with pytest.raises(ManifestError) as info:
+            load()
+        assert str(info.value).endswith("give a text manifest"), str(info.value)
+
+
+def test_tuning_source_by_absolute_path_and_the_predictor(tmp_path: Path) -> None:
+    s = tune(tmp_path, source=str(tmp_path / "k.cu"))
+    assert s.source == str(tmp_path / "k.cu")
+    h = tune(tmp_path, hand_counts="matmul", predictor="hand_counts")
+    assert (h.hand_counts, h.predictor) == ("matmul", "hand_counts")
+    assert tune(tmp_path, hand_counts="matmul").predictor == "model"
+    assert tune_error(tmp_path, predictor="x") == "kernel 't': predictor: is model or hand_counts"
+    assert tune_error(tmp_path, predictor="hand_counts") == (
+        "kernel 't': predictor: hand_counts needs 'hand_counts: FAMILY' beside it")
+
+
+def test_a_launch_entry_error_names_the_line_of_its_name(tmp_path: Path) -> None:
+    """A bad or missing key of a launch entry is reported at the line of the entry's name
+    (here not its first line), not at the entry's start."""
+    p = tmp_path / "m.yaml"
+    p.write_text("devices: [h100]\nkernels:\n  - block: 256\n    name: ''\n"
+                 "  - registers: 32\n    name: k\n")
+    bad_name, no_block = load_manifest(p).kernels
+    assert (bad_name.error, bad_name.line) == ("needs a 'name:' (a non-empty string)", 4)
+    assert no_block.error is not None and no_block.error.startswith("kernel 'k': needs 'block:'")
+    assert no_block.line == 6
