@@ -56,7 +56,7 @@ def lone_warp(body: list[tuple[int, str, str | None, str | None, str]], latency:
             t = max(t, *(ready.get(r, 0) for r in reads), 0) + 1
             if op in ("LDS", "LDSM") and writes:
                 width = 4 if suffix and ".128" in suffix else 2 if suffix and ".64" in suffix else 1
-                ready.update({r: t - 1 + latency for r in range(writes[0], writes[0] + width)})
+                ready.update(dict.fromkeys(range(writes[0], writes[0] + width), t - 1 + latency))
             else:
                 for r in writes:
                     ready.pop(r, None)
