@@ -542,6 +542,67 @@ def test_a_division_in_the_loop_does_not_shorten_its_trip_count(tmp_path: Path) 
     assert divided["ffma"] == 6 * work_ffma(divided)
 
 
+@pytest.mark.slow
+def test_nvcc_reads_a_walked_constant_table_with_indexed_uldc(tmp_path: Path) -> None:
+    """The form the `uldc` count looks for is the one nvcc 13 emits for a loop over a
+    __constant__ table (sm_90), and a table read at fixed offsets is not counted."""
+    from occupancy.build.builds import compile_build
+    from occupancy.build.compilers import make_build
+
+    need_nvcc()
+    src = tmp_path / "walk.cu"
+    src.write_text("__constant__ float table[4096];\n"
+                   "__global__ void walk(const float* in, int* out) {\n"
+                   "  float p = in[threadIdx.x]; int c = 0;\n"
+                   "#pragma unroll 8\n"
+                   "  for (int j = 0; j < 4096; j++) if (p < table[j]) c = !c;\n"
+                   "  out[threadIdx.x] = c + (p < table[7]);\n}\n")
+    (res,) = compile_build(make_build(src, "sm_90")).values()
+    assert dict(res.loop_mix or ())["uldc"] == 4  # ULDC.64 a pair of entries, 8 a pass
+
+
+def test_indexed_constant_reads_are_counted_and_named() -> None:
+    """A loop that walks a __constant__ table reads it with ULDC through a uniform register
+    (`c[0x3][UR4+0x8]`); only those are counted (`uldc`), not an immediate offset into the
+    table or the kernel's parameters (bank 0). `tile`'s findings name the points that hold
+    8 or more blocks an SM, where that loop ran up to 9x slow on the H200."""
+    from occupancy.build.binaries import sass_loop_mix
+    from occupancy.build.resources import KernelResources
+    from occupancy.core.solver import solve
+    from occupancy.tune.model import Prediction
+    from occupancy.tune.ranked import Point, Ranked, findings
+
+    sass = """
+.text._Z1kPfS_j:
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+.L_x_1:
+        /*0010*/                   ULDC.64 UR6, c[0x3][UR4+0x8] ;
+        /*0020*/                   ULDC UR5, c[0x3][0x10] ;
+        /*0030*/                   ULDC UR8, c[0x0][0x220] ;
+        /*0040*/                   FFMA R8, R3, UR6, R8 ;
+        /*0050*/                   UIADD3 UR4, UR4, 0x40, URZ ;
+        /*0060*/              @!P1 BRA `(.L_x_1) ;
+        /*0070*/                   EXIT ;
+"""
+    mix = dict(sass_loop_mix(sass)["_Z1kPfS_j"])
+    assert mix["uldc"] == 1 and mix["total"] == 6
+    dev = load_device("h200")
+    pred = Prediction(1.0, "fp32", {}, 1.0, 1.0, 0.0, 0.0, 0.0)
+
+    def point(block: int, loop_mix: tuple[tuple[str, int], ...]) -> Ranked:
+        res = KernelResources("k", 32, 0, 1, 0, 0, 0, None, "fake", loop_mix=loop_mix)
+        return Ranked(Point({"B": block}, "k", (), (block,), (64,), 0), res,
+                      solve(dev, block, 32), pred, ())
+
+    walk = tuple(mix.items())
+    assert solve(dev, 64, 32).active_blocks_per_sm == 32 and solve(dev, 512, 32).active_blocks_per_sm == 4
+    said = findings([point(512, walk), point(64, walk), point(128, walk), point(64, (("uldc", 0),))])
+    assert len(said) == 1 and said[0].startswith(
+        "The hot loop reads a __constant__ table through a uniform register (ULDC) in 2 of 4 "
+        "points that hold 8 or more blocks an SM, the first B=64: ")
+    assert findings([point(512, walk), point(64, (("uldc", 0),))]) == []
+
+
 def test_a_bad_store_fails_before_anything_compiles(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """`tile --store` reads the store first: a malformed one is the error, not the end of a

@@ -318,7 +318,7 @@ _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
 _SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                         r"(?:.*?`\((\.L_x_\d+)\))?")
 MIX_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg", "bar",
-            "loop", "ldg_batches", "ldg_cover", "div_ffma")
+            "loop", "ldg_batches", "ldg_cover", "div_ffma", "uldc")
 # An IEEE-rounded float division (`a / b` without --use_fast_math) is expanded by ptxas into
 # MUFU.RCP, an FCHK that sends special operands to a slow-path subroutine, and five FFMAs
 # (two Newton steps on the reciprocal, the quotient, its residual and the corrected
@@ -327,6 +327,12 @@ MIX_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", 
 # work: `div_ffma` counts them apart (5 per FCHK), so the loop's trip count is not read
 # from them.
 DIVISION_FFMAS = 5
+# `uldc`: reads of a __constant__ table through a uniform-register index (`ULDC c[0x3][UR4
+# + 0x8]`: a loop walking the table, every lane at the same entry). On the H200 such a loop
+# ran up to 9x slower than its issue count once 8 or more blocks shared an SM and the table
+# was over 256 B (bench/results/h200-uldc-walk); the model does not price that, and `tile`
+# says where it may happen (tune/ranked.findings).
+_ULDC_INDEXED = re.compile(r"c\[0x3\]\[\s*UR")
 _REG = re.compile(r"\bR(\d+)\b")
 
 
@@ -396,28 +402,36 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
         mix = dict.fromkeys(MIX_KEYS, 0)
         mix["loop"] = int(bool(loops))
         mix["ldg_batches"], mix["ldg_cover"] = _load_batches(body)
-        for _, op, suffix, _, _ in body:
-            mix["total"] += 1
-            if op == "FFMA":
-                mix["ffma"] += 1
-                mix["fp32"] += 1
-            elif op in ("FADD", "FMUL"):
-                mix["fp32"] += 1
-            elif op in ("LDS", "LDSM"):
-                mix["lds_wavefronts"] += _width(suffix)
-            elif op == "STS":
-                mix["sts_wavefronts"] += _width(suffix)
-            elif op in ("LDG", "LD"):
-                mix["ldg"] += 1
-            elif op in ("STG", "ST"):
-                mix["stg"] += 1
-            elif op == "BAR":
-                mix["bar"] += 1
-            elif op == "FCHK":
-                mix["div_ffma"] += DIVISION_FFMAS
-        mix["div_ffma"] = min(mix["div_ffma"], mix["ffma"])
+        _count(body, mix)
         out[fn] = tuple(mix.items())
     return out
+
+
+def _count(body: list[tuple[int, str, str | None, str | None, str]], mix: dict[str, int]
+           ) -> None:
+    """The per-instruction counts of MIX_KEYS (each instruction of the body once) into `mix`."""
+    for _, op, suffix, _, rest in body:
+        mix["total"] += 1
+        if op == "FFMA":
+            mix["ffma"] += 1
+            mix["fp32"] += 1
+        elif op in ("FADD", "FMUL"):
+            mix["fp32"] += 1
+        elif op in ("LDS", "LDSM"):
+            mix["lds_wavefronts"] += _width(suffix)
+        elif op == "STS":
+            mix["sts_wavefronts"] += _width(suffix)
+        elif op in ("LDG", "LD"):
+            mix["ldg"] += 1
+        elif op in ("STG", "ST"):
+            mix["stg"] += 1
+        elif op == "BAR":
+            mix["bar"] += 1
+        elif op == "FCHK":
+            mix["div_ffma"] += DIVISION_FFMAS
+        elif op == "ULDC" and _ULDC_INDEXED.search(rest):
+            mix["uldc"] += 1
+    mix["div_ffma"] = min(mix["div_ffma"], mix["ffma"])
 
 
 def _operands(rest: str, op: str) -> tuple[list[int], list[int]]:

@@ -18,11 +18,11 @@ from occupancy.build.compilers import Build, Compiler, nvdisasm_path
 from occupancy.build.resources import CompileError, KernelResources
 from occupancy.core.version import __version__
 
-CACHE_FORMAT = 8  # what a cache entry holds; bump when KernelResources gains a field or what
+CACHE_FORMAT = 9  # what a cache entry holds; bump when KernelResources gains a field or what
 # fills one changes (4: PTX, 5: -rdc builds read from the device-linked image, 6: the SASS
 # loop mix skips out-of-line fallbacks that branch back over an EXIT, 7: and prefers a loop
 # with global loads and stores among loops without FFMAs, 8: and counts a division's FFMAs
-# apart, div_ffma)
+# apart, div_ffma, 9: and the loop's indexed reads of __constant__ data, uldc)
 
 def cache_dir() -> Path:
     base = os.environ.get("OCCUPANCY_CACHE_DIR") or os.path.join(

@@ -212,7 +212,9 @@ def _ratio(r: Ranked, p: Prediction) -> float:
 def findings(ranked: Sequence[Ranked]) -> list[str]:
     """What one warp of each point did on its PTX, where it sets points apart: bank
     conflicts (shared passes over the conflict-free count) and uncoalesced global loads
-    (128-byte lines per load; 1 is a warp of floats in one line)."""
+    (128-byte lines per load; 1 is a warp of floats in one line); and, from the SASS, the
+    points whose hot loop walks a __constant__ table with many blocks an SM, a cost the
+    model does not price."""
     out = []
     ways = {id(r): r.traffic.conflict_factor for r in ranked if r.traffic}
     lines = {id(r): r.traffic.global_load_lines / r.traffic.global_loads
@@ -228,4 +230,20 @@ def findings(ranked: Sequence[Ranked]) -> list[str]:
         worst = max(spread, key=lambda r: lines[id(r)])
         out.append(f"Uncoalesced loads in {len(spread)} of {len(ranked)} points: up to "
                    f"{lines[id(worst)]:.1f} 128-byte lines per warp load ({inert(worst.label)}).")
+    walkers = [r for r in ranked if r.resources is not None and r.occupancy is not None
+               and dict(r.resources.loop_mix or ()).get("uldc")
+               and r.occupancy.active_blocks_per_sm >= ULDC_BLOCKS]
+    if walkers:
+        out.append(f"The hot loop reads a __constant__ table through a uniform register (ULDC) "
+                   f"in {len(walkers)} of {len(ranked)} points that hold {ULDC_BLOCKS} or more "
+                   f"blocks an SM, the first {inert(walkers[0].label)}: on the H200 such loops "
+                   "ran up to 9x slower than their issue count when the table is over 256 B "
+                   "(bench/results/h200-uldc-walk). The model does not price that: measure "
+                   "these points before trusting their rank.")
     return out
+
+
+# Resident blocks an SM from which a loop reading a __constant__ table through ULDC entered
+# its slow regime on the H200 (bench/results/h200-uldc-walk: 8 blocks in part, 16 and more
+# always, 4 never)
+ULDC_BLOCKS = 8
