@@ -18,7 +18,7 @@ from occupancy.core.errors import OccupancyError
 from occupancy.inputs.expr import ExprError, parse
 from occupancy.inputs.manifest.tuning import load_tuning
 from occupancy.tune.spaces import points, rank
-from tests.needs import need_nvcc
+from tests.needs import need, need_nvcc
 
 ROOT = Path(__file__).resolve().parent.parent
 SGEMM = ROOT / "examples" / "sgemm" / "tune.yaml"
@@ -519,10 +519,11 @@ def test_a_division_in_the_loop_does_not_shorten_its_trip_count(tmp_path: Path) 
     than it is. In both, the work FFMAs are the elements a pass of the (unrolled) body
     handles, as the declared FLOPs count them."""
     from occupancy.build.builds import compile_build
-    from occupancy.build.compilers import make_build
+    from occupancy.build.compilers import make_build, nvdisasm_path
     from occupancy.tune.model import work_ffma
 
     need_nvcc()
+    need(nvdisasm_path(), "nvdisasm")
     body = {"plain": "acc = fmaf(x[j], y[j], acc);",
             "divided": "acc = fmaf(x[j], y[j] / z[j], acc);"}
     mixes = {}
@@ -542,14 +543,49 @@ def test_a_division_in_the_loop_does_not_shorten_its_trip_count(tmp_path: Path) 
     assert divided["ffma"] == 6 * work_ffma(divided)
 
 
+def test_division_ffmas_neither_choose_the_hot_loop_nor_go_below_zero() -> None:
+    """A setup loop of divisions (5 FFMAs each) holds more FFMAs than the work loop after
+    it: the hot loop is the one with the most work FFMAs. A body with an FCHK but fewer
+    FFMAs than a division's (a partial sequence) counts no more division FFMAs than it has."""
+    from occupancy.build.binaries import sass_loop_mix
+
+    sass = """
+.text._Z1kPfS_j:
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+.L_x_1:
+        /*0010*/                   MUFU.RCP R4, R3 ;
+        /*0020*/                   FCHK P0, R2, R3 ;
+        /*0030*/                   FFMA R5, -R3, R4, 1 ;
+        /*0040*/                   FFMA R4, R4, R5, R4 ;
+        /*0050*/                   FFMA R6, R2, R4, RZ ;
+        /*0060*/                   FFMA R7, -R3, R6, R2 ;
+        /*0070*/                   FFMA R6, R4, R7, R6 ;
+        /*0080*/              @!P1 BRA `(.L_x_1) ;
+.L_x_2:
+        /*0090*/                   FFMA R8, R6, R9, R8 ;
+        /*00a0*/                   FFMA R10, R6, R11, R10 ;
+        /*00b0*/              @!P2 BRA `(.L_x_2) ;
+        /*00c0*/                   EXIT ;
+"""
+    mix = dict(sass_loop_mix(sass)["_Z1kPfS_j"])
+    assert (mix["total"], mix["ffma"], mix["div_ffma"]) == (3, 2, 0)
+    partial = sass.replace("        /*0090*/                   FFMA R8, R6, R9, R8 ;\n", "")
+    partial = partial.replace("        /*00a0*/                   FFMA R10, R6, R11, R10 ;\n", "")
+    partial = "\n".join(ln for ln in partial.splitlines() if "/*005" not in ln and "/*006" not in ln
+                        and "/*007" not in ln)
+    one = dict(sass_loop_mix(partial)["_Z1kPfS_j"])
+    assert (one["ffma"], one["div_ffma"]) == (2, 2)
+
+
 @pytest.mark.slow
 def test_nvcc_reads_a_walked_constant_table_with_indexed_uldc(tmp_path: Path) -> None:
     """The form the `uldc` count looks for is the one nvcc 13 emits for a loop over a
-    __constant__ table (sm_90), and a table read at fixed offsets is not counted."""
+    __constant__ table (sm_90)."""
     from occupancy.build.builds import compile_build
-    from occupancy.build.compilers import make_build
+    from occupancy.build.compilers import make_build, nvdisasm_path
 
     need_nvcc()
+    need(nvdisasm_path(), "nvdisasm")
     src = tmp_path / "walk.cu"
     src.write_text("__constant__ float table[4096];\n"
                    "__global__ void walk(const float* in, int* out) {\n"
@@ -589,18 +625,24 @@ def test_indexed_constant_reads_are_counted_and_named() -> None:
     dev = load_device("h200")
     pred = Prediction(1.0, "fp32", {}, 1.0, 1.0, 0.0, 0.0, 0.0)
 
-    def point(block: int, loop_mix: tuple[tuple[str, int], ...]) -> Ranked:
+    def point(block: int, loop_mix: tuple[tuple[str, int], ...], grid: int = 4096) -> Ranked:
         res = KernelResources("k", 32, 0, 1, 0, 0, 0, None, "fake", loop_mix=loop_mix)
-        return Ranked(Point({"B": block}, "k", (), (block,), (64,), 0), res,
+        return Ranked(Point({"B": block}, "k", (), (block,), (grid,), 0), res,
                       solve(dev, block, 32), pred, ())
 
     walk = tuple(mix.items())
-    assert solve(dev, 64, 32).active_blocks_per_sm == 32 and solve(dev, 512, 32).active_blocks_per_sm == 4
-    said = findings([point(512, walk), point(64, walk), point(128, walk), point(64, (("uldc", 0),))])
+    held = {b: solve(dev, b, 32).active_blocks_per_sm for b in (64, 256, 288, 512)}
+    assert held == {64: 32, 256: 8, 288: 7, 512: 4}
+    sms = dev.sm_count
+    points = [point(512, walk), point(288, walk), point(64, walk), point(256, walk),
+              point(64, (("uldc", 0),)), point(64, walk, grid=7 * sms)]
+    said = findings(points, sms)
     assert len(said) == 1 and said[0].startswith(
-        "The hot loop reads a __constant__ table through a uniform register (ULDC) in 2 of 4 "
+        "The hot loop reads a __constant__ table through a uniform register (ULDC) in 2 of 6 "
         "points that hold 8 or more blocks an SM, the first B=64: ")
-    assert findings([point(512, walk), point(64, (("uldc", 0),))]) == []
+    # 8 blocks an SM from the grid as well: 8 x SMs blocks are named, 7 x SMs are not
+    assert len(findings([point(64, walk, grid=8 * sms)], sms)) == 1
+    assert findings([point(512, walk), point(288, walk), point(64, (("uldc", 0),))], sms) == []
 
 
 def test_a_bad_store_fails_before_anything_compiles(tmp_path: Path,

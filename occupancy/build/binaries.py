@@ -324,14 +324,16 @@ MIX_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", 
 # (two Newton steps on the reciprocal, the quotient, its residual and the corrected
 # quotient), on every architecture nvcc 13 builds (sm_75, 80, 86, 89, 90, 100, 120 checked,
 # 2026-12-01). Those FFMAs are instructions the loop issues, not the multiply-adds of its
-# work: `div_ffma` counts them apart (5 per FCHK), so the loop's trip count is not read
-# from them.
+# work: `div_ffma` counts them apart (5 per FCHK), so the loop's trip count and the choice
+# of the hottest loop are not read from them. Only this form: `1.0f / x` (MUFU.RCP and two
+# FFMAs, no FCHK), `sqrtf` (MUFU.RSQ and two) and double divisions still count as work.
 DIVISION_FFMAS = 5
 # `uldc`: reads of a __constant__ table through a uniform-register index (`ULDC c[0x3][UR4
 # + 0x8]`: a loop walking the table, every lane at the same entry). On the H200 such a loop
 # ran up to 9x slower than its issue count once 8 or more blocks shared an SM and the table
 # was over 256 B (bench/results/h200-uldc-walk); the model does not price that, and `tile`
-# says where it may happen (tune/ranked.findings).
+# says where it may happen (tune/ranked.findings). sm_75-sm_90's form: nvcc 13 reads the
+# table with LDCU on sm_100 and sm_120, which is not measured and not counted.
 _ULDC_INDEXED = re.compile(r"c\[0x3\]\[\s*UR")
 _REG = re.compile(r"\bR(\d+)\b")
 
@@ -395,7 +397,8 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
         # the most FFMAs; without any, the most global loads and stores (a kernel's streaming
         # loop over its data, not the longer unrolled loop of a block's final reduction over
         # shared memory that only thread 0 runs: llm.c's softmax kernel 4); then the longest
-        body = max(loops, key=lambda b: (sum(i[1] == "FFMA" for i in b),
+        body = max(loops, key=lambda b: (sum(i[1] == "FFMA" for i in b)
+                                         - DIVISION_FFMAS * sum(i[1] == "FCHK" for i in b),
                                          sum(i[1] in ("LDG", "STG", "LD", "ST") for i in b),
                                          len(b))) if loops else \
             [i for i in insns if i[1] not in ("NOP", "BRA", "EXIT")]

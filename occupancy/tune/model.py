@@ -448,7 +448,8 @@ def work_ffma(mix: Mapping[str, int]) -> int:
     divisions it holds (binaries.DIVISION_FFMAS each). The declared FLOPs count the
     kernel's work, not how the compiler divides: a loop with a division per iteration would
     otherwise look 6x shorter per FLOP than it is (kernel_tuner's pnpoly computing its
-    slopes: 48 FFMAs per 8 edges, 8 of them its work)."""
+    slopes: 48 FFMAs per 8 edges, 8 of them its work). A loop whose only FFMAs are a
+    division's has none: it gets no SASS run count, and ptxsim's counts price it."""
     return max(0, mix.get("ffma", 0) - mix.get("div_ffma", 0))
 
 

@@ -136,7 +136,7 @@ def order(spec: TuneSpec, dev: Device, out: Sequence[Ranked], restricted_out: in
     ties = ties if len(ties) > 1 else ()
     why = tuple(reasons(ok[0], ok, ties)) if ok else ("no point can launch on this device",)
     return TuneReport(spec, dev, (*ok, *pruned), restricted_out, ties, tuple(notes), why,
-                      tuple(findings(ok)), family)
+                      tuple(findings(ok, dev.sm_count)), family)
 
 
 def _occupancy(r: Ranked) -> float:
@@ -209,12 +209,19 @@ def _ratio(r: Ranked, p: Prediction) -> float:
     return r.prediction.predicted_ms / p.predicted_ms
 
 
-def findings(ranked: Sequence[Ranked]) -> list[str]:
+# Resident blocks an SM from which a loop reading a __constant__ table through ULDC entered
+# its slow regime on the H200 (bench/results/h200-uldc-walk: 8 blocks in part, 16 and more
+# always, 4 never)
+ULDC_BLOCKS = 8
+
+
+def findings(ranked: Sequence[Ranked], sm_count: int) -> list[str]:
     """What one warp of each point did on its PTX, where it sets points apart: bank
     conflicts (shared passes over the conflict-free count) and uncoalesced global loads
     (128-byte lines per load; 1 is a warp of floats in one line); and, from the SASS, the
-    points whose hot loop walks a __constant__ table with many blocks an SM, a cost the
-    model does not price."""
+    points whose hot loop walks a __constant__ table with many blocks an SM (as many as
+    the occupancy and the grid give each of `sm_count` SMs), a cost the model does not
+    price."""
     out = []
     ways = {id(r): r.traffic.conflict_factor for r in ranked if r.traffic}
     lines = {id(r): r.traffic.global_load_lines / r.traffic.global_loads
@@ -232,7 +239,8 @@ def findings(ranked: Sequence[Ranked]) -> list[str]:
                    f"{lines[id(worst)]:.1f} 128-byte lines per warp load ({inert(worst.label)}).")
     walkers = [r for r in ranked if r.resources is not None and r.occupancy is not None
                and dict(r.resources.loop_mix or ()).get("uldc")
-               and r.occupancy.active_blocks_per_sm >= ULDC_BLOCKS]
+               and min(r.occupancy.active_blocks_per_sm,
+                       -(-r.point.grid_blocks // max(sm_count, 1))) >= ULDC_BLOCKS]
     if walkers:
         out.append(f"The hot loop reads a __constant__ table through a uniform register (ULDC) "
                    f"in {len(walkers)} of {len(ranked)} points that hold {ULDC_BLOCKS} or more "
@@ -242,8 +250,3 @@ def findings(ranked: Sequence[Ranked]) -> list[str]:
                    "these points before trusting their rank.")
     return out
 
-
-# Resident blocks an SM from which a loop reading a __constant__ table through ULDC entered
-# its slow regime on the H200 (bench/results/h200-uldc-walk: 8 blocks in part, 16 and more
-# always, 4 never)
-ULDC_BLOCKS = 8
