@@ -7,7 +7,7 @@ a new GPU is a new YAML file, never a code change here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from occupancy.core.device import Device
@@ -55,7 +55,7 @@ class OccupancyResult:
     requires_opt_in: bool
     partitioned_global_caching: bool  # in effect (it falls back off when a block won't fit)
     cannot_launch: tuple[str, ...] = ()
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
     virtual_resources: int = 0  # the kernel's per-block count (CC 10-12)
     cluster: ClusterResult | None = None
 
