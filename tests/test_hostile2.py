@@ -150,9 +150,10 @@ STOP = "::stop-commands::tok"
 def _profile(tmp_path: Path, name: str, fname: str = "evil.yaml") -> str:
     from occupancy.inputs.profiles import shipped_dir
 
-    text = (shipped_dir() / "a100.yaml").read_text()
-    text = text.replace('name: "NVIDIA A100 SXM4 40GB"', f"name: {json.dumps(name)}")
-    (tmp_path / fname).write_text(text.replace("aliases: [a100, a100-sxm4, ga100]", "aliases: []"))
+    # the H200's: `tile matmul` then reads the builds the session's other tests compiled
+    text = (shipped_dir() / "h200.yaml").read_text()
+    text = text.replace('name: "NVIDIA H200"', f"name: {json.dumps(name)}")
+    (tmp_path / fname).write_text(text.replace("aliases: [h200, h200-sxm, gh100-h200]", "aliases: []"))
     return fname
 
 
