@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from occupancy.build.binaries import COUNTED_KEYS
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
 from occupancy.tune.shipped import Candidate, Counts
@@ -381,7 +382,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     `predict`; independent work per thread is taken from its registers (~1 FMA in flight
     per 32 registers)."""
     warps_per_block = max(occ.warps_per_block, 1)
-    mix = dict(loop_mix) if loop_mix else {}
+    mix = unit_mix(dict(loop_mix) if loop_mix else {}, traffic)
     fma_time = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
     runs, fp32, issue, lsu = _sass_work(dev, grid_blocks, warps_per_block, flops, fma_time, mix)
     units = _traffic_units(traffic, grid_blocks, warps_per_block, flops)
@@ -415,6 +416,24 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
                       {r: v * 1e3 for r, v in roofs.items()},
                       fma_hiding if bound in ("fp32", "lsu") else mem_hiding, wave_eff,
                       dram_bytes, 0.0, flops / dram_bytes if dram_bytes else 0.0)
+
+
+def unit_mix(mix: dict[str, int], traffic: Traffic | None) -> dict[str, int]:
+    """The SASS loop's mix per iteration of ptxsim's unit. The static body counts each
+    instruction once, but the FFMA loops nested in it (its `inner_*` counts) run several
+    times per iteration: SGEMM_CUDA's 2-D blocktiling at BK = 32 keeps its k loop rolled
+    inside the tile loop (ptxas unrolls it 4x: 128 of the tile's 1024 FFMAs), and counted
+    once, the tile's 24 loads, their stores, 2 barriers and ~200 address instructions came
+    every 128 FFMAs instead of every 1024 (2.8 issue slots per FFMA, not 1.4). Where the
+    unit is an iteration of a loop (a cut run), its FFMAs say how often they run: (unit
+    FFMAs - FFMAs outside them) / their FFMAs. Unchanged without one (a whole run, none)."""
+    inner = mix.get("inner_ffma", 0)
+    if not inner or traffic is None or traffic.complete or not traffic.ffma:
+        return mix
+    trips = (traffic.ffma - (mix["ffma"] - inner)) / inner
+    if trips <= 1:
+        return mix
+    return {**mix, **{k: round(mix[k] + (trips - 1) * mix[f"inner_{k}"]) for k in COUNTED_KEYS}}
 
 
 def _sass_work(dev: Device, grid_blocks: int, warps_per_block: int, flops: float,
