@@ -542,6 +542,41 @@ def test_a_division_in_the_loop_does_not_shorten_its_trip_count(tmp_path: Path) 
     assert divided["ffma"] == 6 * work_ffma(divided)
 
 
+def test_sass_loop_nested_in_the_hottest_counts_apart() -> None:
+    """A tile loop (loads, stores, barriers) holding a k loop ptxas kept rolled: the body
+    read is the tile loop, and the nested loop's instructions are also given apart
+    (`inner_*`), since they run once per k step, not once per tile. A second backward
+    branch to the tile loop's own head (a `continue`) is not a nested loop."""
+    from occupancy.build.binaries import sass_loop_mix
+
+    sass = """
+.text._Z1kPf:
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+.L_x_0:
+        /*0010*/                   LDG.E R3, desc[UR6][R2.64] ;
+        /*0020*/                   STS [R4], R3 ;
+        /*0030*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+.L_x_1:
+        /*0040*/                   LDS.128 R8, [R5] ;
+        /*0050*/                   IADD3 R5, R5, 0x10, RZ ;
+        /*0060*/                   FFMA R20, R8, R9, R20 ;
+        /*0070*/                   FFMA R21, R10, R11, R21 ;
+        /*0080*/               @P1 BRA `(.L_x_1) ;
+        /*0090*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*00a0*/               @P2 BRA `(.L_x_0) ;
+        /*00b0*/               @!P0 BRA `(.L_x_0) ;
+        /*00c0*/                   EXIT ;
+"""
+    mix = dict(sass_loop_mix(sass)["_Z1kPf"])
+    assert (mix["total"], mix["ffma"], mix["ldg"], mix["bar"], mix["lds_wavefronts"]) == (11, 2, 1, 2, 4)
+    assert (mix["inner_total"], mix["inner_ffma"], mix["inner_lds_wavefronts"],
+            mix["inner_ldg"], mix["inner_bar"]) == (5, 2, 4, 0, 0)
+    # the k loop alone (no tile loop around it): nothing is nested
+    flat = sass.replace("@P2 BRA `(.L_x_0)", "NOP").replace("@!P0 BRA `(.L_x_0)", "NOP")
+    alone = dict(sass_loop_mix(flat)["_Z1kPf"])
+    assert alone["total"] == 5 and alone["inner_total"] == 0
+
+
 def test_a_bad_store_fails_before_anything_compiles(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """`tile --store` reads the store first: a malformed one is the error, not the end of a

@@ -317,8 +317,13 @@ _SASS_FUNC = re.compile(r"^\.text\.(\S+):\s*$")
 _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
 _SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                         r"(?:.*?`\((\.L_x_\d+)\))?")
-MIX_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg", "bar",
-            "loop", "ldg_batches", "ldg_cover", "div_ffma")
+COUNTED_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg",
+                "bar", "div_ffma")
+# `inner_*`: the part of the body that lies in loops nested inside it with FFMAs (a k loop
+# ptxas kept rolled inside the tile loop): those instructions run once per iteration of
+# the inner loop, not of the body (model.unit_mix scales them)
+MIX_KEYS = (*COUNTED_KEYS, "loop", "ldg_batches", "ldg_cover",
+            *(f"inner_{k}" for k in COUNTED_KEYS))
 # An IEEE-rounded float division (`a / b` without --use_fast_math) is expanded by ptxas into
 # MUFU.RCP, an FCHK that sends special operands to a slow-path subroutine, and five FFMAs
 # (two Newton steps on the reciprocal, the quotient, its residual and the corrected
@@ -343,7 +348,8 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
     """Per function of `nvdisasm` output: the static instruction mix of its hottest loop
     (the backward-branch body with the most FFMAs, else the most instructions), or of the
     whole function when it has no loop. Static counts of an unrolled loop body stand in for
-    the dynamic mix: the loop is where the time goes."""
+    the dynamic mix: the loop is where the time goes. The counts of the loops nested in
+    that body with FFMAs are given apart (`inner_*`): they run many times per iteration."""
     funcs: dict[str, list[tuple[int, str, str | None, str | None, str]]] = {}
     labels: dict[str, dict[str, int]] = {}
     current: str | None = None
@@ -384,8 +390,7 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
                 # longest loop of a kernel without FFMAs
                 if any(start <= e < addr for e in exits.get(fn, ())):
                     continue
-                body = [i for i in insns if start <= i[0] <= addr]
-                loops.append(body)
+                loops.append([i for i in insns if start <= i[0] <= addr])
         # the most FFMAs; without any, the most global loads and stores (a kernel's streaming
         # loop over its data, not the longer unrolled loop of a block's final reduction over
         # shared memory that only thread 0 runs: llm.c's softmax kernel 4); then the longest
@@ -396,28 +401,50 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
         mix = dict.fromkeys(MIX_KEYS, 0)
         mix["loop"] = int(bool(loops))
         mix["ldg_batches"], mix["ldg_cover"] = _load_batches(body)
-        for _, op, suffix, _, _ in body:
-            mix["total"] += 1
-            if op == "FFMA":
-                mix["ffma"] += 1
-                mix["fp32"] += 1
-            elif op in ("FADD", "FMUL"):
-                mix["fp32"] += 1
-            elif op in ("LDS", "LDSM"):
-                mix["lds_wavefronts"] += _width(suffix)
-            elif op == "STS":
-                mix["sts_wavefronts"] += _width(suffix)
-            elif op in ("LDG", "LD"):
-                mix["ldg"] += 1
-            elif op in ("STG", "ST"):
-                mix["stg"] += 1
-            elif op == "BAR":
-                mix["bar"] += 1
-            elif op == "FCHK":
-                mix["div_ffma"] += DIVISION_FFMAS
-        mix["div_ffma"] = min(mix["div_ffma"], mix["ffma"])
+        mix.update(_counts(body))
+        nested = {i[0] for b in _nested_ffma_loops(body, loops) for i in b}
+        mix.update({f"inner_{k}": v
+                    for k, v in _counts([i for i in body if i[0] in nested]).items()})
         out[fn] = tuple(mix.items())
     return out
+
+
+_Insn = tuple[int, str, str | None, str | None, str]
+
+
+def _counts(body: Sequence[_Insn]) -> dict[str, int]:
+    """The COUNTED_KEYS of these instructions, each counted once."""
+    mix = dict.fromkeys(COUNTED_KEYS, 0)
+    for _, op, suffix, _, _ in body:
+        mix["total"] += 1
+        if op == "FFMA":
+            mix["ffma"] += 1
+            mix["fp32"] += 1
+        elif op in ("FADD", "FMUL"):
+            mix["fp32"] += 1
+        elif op in ("LDS", "LDSM"):
+            mix["lds_wavefronts"] += _width(suffix)
+        elif op == "STS":
+            mix["sts_wavefronts"] += _width(suffix)
+        elif op in ("LDG", "LD"):
+            mix["ldg"] += 1
+        elif op in ("STG", "ST"):
+            mix["stg"] += 1
+        elif op == "BAR":
+            mix["bar"] += 1
+        elif op == "FCHK":
+            mix["div_ffma"] += DIVISION_FFMAS
+    mix["div_ffma"] = min(mix["div_ffma"], mix["ffma"])
+    return mix
+
+
+def _nested_ffma_loops(body: list[_Insn], loops: list[list[_Insn]]) -> list[list[_Insn]]:
+    """The loops inside `body` that hold FFMAs (a k loop ptxas left rolled, or unrolled only
+    in part, inside a tile loop). A second backward branch to the body's own head (a
+    `continue`) is the same loop, not a nested one."""
+    lo, hi = body[0][0], body[-1][0]
+    return [b for b in loops if lo < b[0][0] and b[-1][0] <= hi
+            and any(i[1] == "FFMA" for i in b)]
 
 
 def _operands(rest: str, op: str) -> tuple[list[int], list[int]]:

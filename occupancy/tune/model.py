@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from occupancy.build.binaries import COUNTED_KEYS
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
 from occupancy.tune.shipped import Candidate, Counts
@@ -382,7 +383,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     `predict`; independent work per thread is taken from its registers (~1 FMA in flight
     per 32 registers)."""
     warps_per_block = max(occ.warps_per_block, 1)
-    mix = dict(loop_mix) if loop_mix else {}
+    mix = unit_mix(dict(loop_mix) if loop_mix else {}, traffic)
     fma_time = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
     runs, fp32, issue, lsu = _sass_work(dev, grid_blocks, warps_per_block, flops, fma_time, mix)
     units = _traffic_units(traffic, grid_blocks, warps_per_block, flops)
@@ -418,6 +419,25 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
                       dram_bytes, 0.0, flops / dram_bytes if dram_bytes else 0.0)
 
 
+def unit_mix(mix: dict[str, int], traffic: Traffic | None) -> dict[str, int]:
+    """The SASS loop's mix per iteration of ptxsim's unit. The static body counts each
+    instruction once, but the FFMA loops nested in it (its `inner_*` counts) run several
+    times per iteration: SGEMM_CUDA's 2-D blocktiling at BK = 32 keeps its k loop rolled
+    inside the tile loop (ptxas unrolls it 4x: 128 of the tile's 1024 FFMAs), and counted
+    once, the tile's 24 loads, their stores, 2 barriers and ~200 address instructions came
+    every 128 FFMAs instead of every 1024 (2.8 issue slots per FFMA, not 1.4). Where the
+    unit is an iteration of a loop (a cut run), its FFMAs say how often they run: (unit
+    FFMAs - FFMAs outside them) / their FFMAs. Unchanged without one (a whole run, none)."""
+    inner = work_ffma(mix, "inner_")
+    if not inner or traffic is None or traffic.complete or not traffic.ffma:
+        return mix
+    trips = (traffic.ffma - (work_ffma(mix) - inner)) / inner
+    if trips <= 1:
+        return mix
+    return {**mix, **{k: round(mix.get(k, 0) + (trips - 1) * mix.get(f"inner_{k}", 0))
+                      for k in COUNTED_KEYS}}
+
+
 def _sass_work(dev: Device, grid_blocks: int, warps_per_block: int, flops: float,
                fma_time: float, mix: dict[str, int]) -> tuple[float, float, float, float]:
     """The issue side from the SASS of the hottest loop: how many times it runs warp-wide
@@ -443,13 +463,14 @@ def _sass_work(dev: Device, grid_blocks: int, warps_per_block: int, flops: float
     return runs, fp32, issue, lsu
 
 
-def work_ffma(mix: Mapping[str, int]) -> int:
+def work_ffma(mix: Mapping[str, int], prefix: str = "") -> int:
     """The FFMAs of the loop that do its multiply-adds: all of them less those of the IEEE
     divisions it holds (binaries.DIVISION_FFMAS each). The declared FLOPs count the
     kernel's work, not how the compiler divides: a loop with a division per iteration would
     otherwise look 6x shorter per FLOP than it is (kernel_tuner's pnpoly computing its
-    slopes: 48 FFMAs per 8 edges, 8 of them its work)."""
-    return max(0, mix.get("ffma", 0) - mix.get("div_ffma", 0))
+    slopes: 48 FFMAs per 8 edges, 8 of them its work). `prefix` "inner_": of the FFMA loops
+    nested in the hottest one."""
+    return max(0, mix.get(f"{prefix}ffma", 0) - mix.get(f"{prefix}div_ffma", 0))
 
 
 def _traffic_units(traffic: Traffic | None, grid_blocks: int, warps_per_block: int,
