@@ -318,7 +318,7 @@ _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
 _SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                         r"(?:.*?`\((\.L_x_\d+)\))?")
 COUNTED_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg",
-                "bar", "div_ffma")
+                "bar", "div_ffma", "lds_wait")
 # `inner_*`: the part of the body that lies in loops nested inside it with FFMAs (a k loop
 # ptxas kept rolled inside the tile loop): those instructions run once per iteration of
 # the inner loop, not of the body (model.unit_mix scales them)
@@ -332,6 +332,14 @@ MIX_KEYS = (*COUNTED_KEYS, "loop", "ldg_batches", "ldg_cover",
 # work: `div_ffma` counts them apart (5 per FCHK), so the loop's trip count is not read
 # from them.
 DIVISION_FFMAS = 5
+# `lds_wait`: the clocks one warp alone waits per pass of the loop for its shared loads,
+# issuing one instruction a clock and reading a shared load's registers SHARED_LOAD_CLOCKS
+# after the load (the latency as a warp sees it, issue to first use: 50 clocks on the H200,
+# set on bench/results/h200-lsu-overlap's rolled 8x8 loop at one warp a scheduler; its 22
+# other rows, rolled and unrolled, 4-20 warps, land within -15% to +6%). A rolled k loop
+# waits a whole latency a step; an unrolled one that issues the next step's loads among the
+# current step's FFMAs waits less. The model shares the wait among a scheduler's warps.
+SHARED_LOAD_CLOCKS = 50
 _REG = re.compile(r"\bR(\d+)\b")
 
 
@@ -402,9 +410,11 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
         mix["loop"] = int(bool(loops))
         mix["ldg_batches"], mix["ldg_cover"] = _load_batches(body)
         mix.update(_counts(body))
+        mix["lds_wait"] = _shared_wait(body, cyclic=bool(loops))
         nested = {i[0] for b in _nested_ffma_loops(body, loops) for i in b}
-        mix.update({f"inner_{k}": v
-                    for k, v in _counts([i for i in body if i[0] in nested]).items()})
+        inner = [i for i in body if i[0] in nested]
+        mix.update({f"inner_{k}": v for k, v in _counts(inner).items()})
+        mix["inner_lds_wait"] = _shared_wait(inner, cyclic=True)
         out[fn] = tuple(mix.items())
     return out
 
@@ -436,6 +446,32 @@ def _counts(body: Sequence[_Insn]) -> dict[str, int]:
             mix["div_ffma"] += DIVISION_FFMAS
     mix["div_ffma"] = min(mix["div_ffma"], mix["ffma"])
     return mix
+
+
+def _shared_wait(body: Sequence[_Insn], cyclic: bool) -> int:
+    """Clocks one warp alone waits for its shared loads in a pass of `body` (see
+    SHARED_LOAD_CLOCKS): in order, one instruction a clock, each instruction that reads a
+    register an LDS/LDSM writes held until that load's data is back. A loop is passed
+    three times and the third pass measured (a load for the next pass is in flight around
+    the back edge); straight-line code once."""
+    if not body:
+        return 0
+    decoded = [(op, suffix, *_operands(rest, op)) for _, op, suffix, _, rest in body]
+    ready: dict[int, int] = {}
+    t = 0
+    starts = []
+    for _ in range(3 if cyclic else 1):
+        starts.append(t)
+        for op, suffix, writes, reads in decoded:
+            t = max(t, *(ready.get(r, 0) for r in reads), 0) + 1
+            if op in ("LDS", "LDSM") and writes:
+                ready.update(dict.fromkeys(range(writes[0], writes[0] + _width(suffix)),
+                                           t - 1 + SHARED_LOAD_CLOCKS))
+            else:
+                for r in writes:
+                    ready.pop(r, None)
+    passed = t - starts[-1]
+    return max(0, passed - len(decoded))
 
 
 def _nested_ffma_loops(body: list[_Insn], loops: list[list[_Insn]]) -> list[list[_Insn]]:
