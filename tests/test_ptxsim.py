@@ -251,6 +251,15 @@ def test_unrolled_loop_merges_row_reads() -> None:
     assert mix["ffma"] == 128 and mix["lds_wavefronts"] == 8 * 4 + 8 * 2  # 8 LDS.128, 8 LDS.64
     t = warp_traffic(build, entry, args, block, grid, 32, sass_ffma=mix["ffma"])
     assert t is not None and t.shared_wavefronts < plain.shared_wavefronts
+    # the SASS loop read is the tile loop (its loads and barriers) with the unrolled k loop
+    # nested in it: that runs twice a tile, so the tile's issue slots are the body's outside
+    # it plus twice its own (counted once, the tile's loads came every 128 FFMAs)
+    from occupancy.tune.model import unit_mix
+
+    assert mix["inner_ffma"] == 128 and mix["ldg"] and not mix["inner_ldg"] and mix["bar"] == 2
+    tile = unit_mix(mix, t)
+    assert tile["ffma"] == t.ffma == 256 and tile["bar"] == 2 and tile["ldg"] == mix["ldg"]
+    assert tile["total"] == mix["total"] + mix["inner_total"]
 
 
 WARP_ROW = """

@@ -196,6 +196,32 @@ def test_warp_path_floor() -> None:
     assert _warp_path(h200, occ, 4096, mix, cut) == 0.0  # a loop's own stall term covers it
 
 
+def test_a_nested_loop_counts_once_per_its_iteration() -> None:
+    """SGEMM_CUDA's 2-D blocktiling at BM 128, BN 64, BK 32, TM 8, TN 4 (SASS of nvcc 13
+    for sm_90): the tile loop's body has 354 instructions, 149 of them in the k loop nested
+    in it (4 k unrolled: 128 FFMAs, 8 LDS.128 and 8 LDS.64); ptxsim's unit, one tile, has
+    1024 FFMAs: the k loop runs 8 times a tile. Per tile: 205 + 8 x 149 instructions, the 24
+    loads and 2 barriers once. A whole run or a unit of one k iteration keeps the body."""
+    from occupancy.tune.model import unit_mix
+
+    mix = {"total": 354, "ffma": 128, "fp32": 128, "lds_wavefronts": 48, "sts_wavefronts": 24,
+           "ldg": 24, "stg": 0, "bar": 2, "loop": 1, "ldg_batches": 1, "ldg_cover": 96,
+           "inner_total": 149, "inner_ffma": 128, "inner_fp32": 128, "inner_lds_wavefronts": 48,
+           "inner_sts_wavefronts": 0, "inner_ldg": 0, "inner_stg": 0, "inner_bar": 0}
+    counts = dict.fromkeys(FIELDS, 0.0)
+
+    def unit(complete: bool, ffma: float) -> Traffic:
+        return Traffic(complete, 32, **(counts | {"ffma": ffma, "flops": 64.0 * ffma}))
+
+    tile = unit_mix(mix, unit(False, 1024.0))
+    assert (tile["total"], tile["ffma"], tile["lds_wavefronts"]) == (205 + 8 * 149, 1024, 8 * 48)
+    assert (tile["ldg"], tile["bar"], tile["sts_wavefronts"], tile["ldg_batches"]) == (24, 2, 24, 1)
+    assert unit_mix(mix, unit(True, 1024.0)) == mix
+    assert unit_mix(mix, unit(False, 128.0)) == mix and unit_mix(mix, None) == mix
+    flat = {k: v for k, v in mix.items() if not k.startswith("inner_")}
+    assert unit_mix(flat, unit(False, 1024.0)) == flat  # a mix without nested counts
+
+
 BAD = [
     (["tile", "conv", "-d", "v100"], "'conv' is neither matmul nor transpose nor a manifest"),
     (["tile", "matmul", "-d", "v100", "-n", "0"], "-n"),

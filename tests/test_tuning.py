@@ -645,6 +645,124 @@ def test_indexed_constant_reads_are_counted_and_named() -> None:
     assert findings([point(512, walk), point(288, walk), point(64, (("uldc", 0),))], sms) == []
 
 
+def _loop(body: list[str]) -> str:
+    lines = [f"        /*{16 * (i + 1):04x}*/                   {ins} ;" for i, ins in enumerate(body)]
+    return ("\n.text._Z1kPf:\n        /*0000*/                   MOV R1, c[0x0][0x28] ;\n.L_x_0:\n"
+            + "\n".join(lines) + f"\n        /*{16 * (len(body) + 1):04x}*/               "
+            "@P1 BRA `(.L_x_0) ;\n        /*ffff0*/                   EXIT ;\n")
+
+
+def test_a_lone_warp_waits_for_its_shared_loads_less_what_it_issues_between() -> None:
+    """`lds_wait`: one warp issues the loop in order, one instruction a clock, and an
+    instruction that reads an LDS's registers waits SHARED_LOAD_CLOCKS after the load. A
+    step that loads and then uses the data at once (a rolled k loop) waits the latency less
+    the one instruction between; 60 independent FFMAs between load and use hide it all; an
+    LDS.64 holds two registers, so a use of its second waits too, and of a third does not."""
+    from occupancy.build.binaries import SHARED_LOAD_CLOCKS, sass_loop_mix
+
+    rolled = ["LDS.128 R8, [R5]", "IADD3 R5, R5, 0x10, RZ", "FFMA R20, R8, R9, R20",
+              "FFMA R21, R10, R11, R21"]
+    mix = dict(sass_loop_mix(_loop(rolled))["_Z1kPf"])
+    assert (mix["total"], mix["lds_wait"]) == (5, SHARED_LOAD_CLOCKS - 2)
+    covered = rolled[:2] + [f"FFMA R{30 + i}, R3, R4, R{30 + i}" for i in range(60)] + rolled[2:]
+    assert dict(sass_loop_mix(_loop(covered))["_Z1kPf"])["lds_wait"] == 0
+    narrow = ["LDS.64 R8, [R5]", "FFMA R20, R9, R3, R20"]
+    assert dict(sass_loop_mix(_loop(narrow))["_Z1kPf"])["lds_wait"] == SHARED_LOAD_CLOCKS - 1
+    past = ["LDS.64 R8, [R5]", "FFMA R20, R10, R3, R20"]
+    assert dict(sass_loop_mix(_loop(past))["_Z1kPf"])["lds_wait"] == 0
+
+
+@pytest.mark.slow
+def test_nvcc_rolled_k_loop_waits_more_than_the_unrolled_one(tmp_path: Path) -> None:
+    """On nvcc's own SASS (sm_90): the same outer-product step, rolled (`#pragma unroll 1`)
+    and unrolled by 4 (ptxas issues the next step's loads among this step's FFMAs). The
+    rolled loop waits a larger share of its pass for its shared loads."""
+    from occupancy.build.builds import compile_build
+    from occupancy.build.compilers import make_build, nvdisasm_path
+
+    need_nvcc()
+    need(nvdisasm_path(), "nvdisasm")
+    share = {}
+    for unroll in (1, 4):
+        src = tmp_path / f"k{unroll}.cu"
+        src.write_text("__global__ void k(const float4* in, float* out) {\n"
+                       "  __shared__ float4 s[64][32]; int l = threadIdx.x % 32;\n"
+                       "  for (int r = threadIdx.x / 32; r < 64; r += blockDim.x / 32)\n"
+                       "    s[r][l] = in[r * 32 + l];\n"
+                       "  __syncthreads(); float acc[4][4] = {};\n"
+                       f"#pragma unroll {unroll}\n"
+                       "  for (int k = 0; k < 1024; k++) {\n"
+                       "    float4 a = s[(2 * k) % 64][l], b = s[(2 * k + 1) % 64][l];\n"
+                       "    float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};\n"
+                       "    for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++)\n"
+                       "      acc[i][j] = fmaf(av[i], bv[j], acc[i][j]); }\n"
+                       "  float t = 0; for (int i = 0; i < 16; i++) t += acc[i / 4][i % 4] * i;\n"
+                       "  out[blockIdx.x * blockDim.x + threadIdx.x] = t; }\n")
+        (res,) = compile_build(make_build(src, "sm_90")).values()
+        mix = dict(res.loop_mix or ())
+        assert mix["ffma"] == 16 * unroll and mix["lds_wavefronts"] == 8 * unroll, mix
+        share[unroll] = mix["lds_wait"] / (mix["lds_wait"] + mix["total"])
+    assert share[1] > 0.3 and share[4] < share[1], share
+
+
+def test_the_wait_is_shared_among_a_schedulers_warps() -> None:
+    """The issue side grows by 1 / (1 - f^w): f the share of a lone warp's pass spent
+    waiting, w its warps per scheduler; the FP32 roof of predict_work carries it."""
+    from occupancy.core.solver import solve
+    from occupancy.tune.model import predict_work, shared_wait_factor
+
+    half = {"total": 50, "lds_wait": 50}
+    assert shared_wait_factor(half, 4) == pytest.approx(2.0)
+    assert shared_wait_factor(half, 8) == pytest.approx(1 / (1 - 0.25))
+    assert shared_wait_factor(half, 16) == pytest.approx(1 / (1 - 0.5 ** 4))
+    assert shared_wait_factor({"total": 50, "lds_wait": 0}, 4) == 1.0
+    dev = load_device("h200")
+    occ = solve(dev, 128, 255)  # 2 blocks, 8 warps an SM: 2 a scheduler
+    base = {"total": 100, "ffma": 64, "fp32": 64, "lds_wavefronts": 4, "sts_wavefronts": 0,
+            "ldg": 0, "stg": 0, "bar": 0, "loop": 1}
+    grid = 64 * dev.sm_count
+    flops = 2.0 * 32 * 64 * 1000 * grid * 4
+    plain = predict_work(dev, occ, grid, flops, 0.0, 255, tuple(base.items()))
+    waits = predict_work(dev, occ, grid, flops, 0.0, 255, tuple({**base, "lds_wait": 100}.items()))
+    assert occ.active_blocks_per_sm * occ.warps_per_block == 8
+    assert waits.roofs_ms["fp32"] / plain.roofs_ms["fp32"] == pytest.approx(1 / (1 - 0.25))
+
+
+def test_sass_loop_nested_in_the_hottest_counts_apart() -> None:
+    """A tile loop (loads, stores, barriers) holding a k loop ptxas kept rolled: the body
+    read is the tile loop, and the nested loop's instructions are also given apart
+    (`inner_*`), since they run once per k step, not once per tile. A second backward
+    branch to the tile loop's own head (a `continue`) is not a nested loop."""
+    from occupancy.build.binaries import sass_loop_mix
+
+    sass = """
+.text._Z1kPf:
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+.L_x_0:
+        /*0010*/                   LDG.E R3, desc[UR6][R2.64] ;
+        /*0020*/                   STS [R4], R3 ;
+        /*0030*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+.L_x_1:
+        /*0040*/                   LDS.128 R8, [R5] ;
+        /*0050*/                   IADD3 R5, R5, 0x10, RZ ;
+        /*0060*/                   FFMA R20, R8, R9, R20 ;
+        /*0070*/                   FFMA R21, R10, R11, R21 ;
+        /*0080*/               @P1 BRA `(.L_x_1) ;
+        /*0090*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*00a0*/               @P2 BRA `(.L_x_0) ;
+        /*00b0*/               @!P0 BRA `(.L_x_0) ;
+        /*00c0*/                   EXIT ;
+"""
+    mix = dict(sass_loop_mix(sass)["_Z1kPf"])
+    assert (mix["total"], mix["ffma"], mix["ldg"], mix["bar"], mix["lds_wavefronts"]) == (11, 2, 1, 2, 4)
+    assert (mix["inner_total"], mix["inner_ffma"], mix["inner_lds_wavefronts"],
+            mix["inner_ldg"], mix["inner_bar"]) == (5, 2, 4, 0, 0)
+    # the k loop alone (no tile loop around it): nothing is nested
+    flat = sass.replace("@P2 BRA `(.L_x_0)", "NOP").replace("@!P0 BRA `(.L_x_0)", "NOP")
+    alone = dict(sass_loop_mix(flat)["_Z1kPf"])
+    assert alone["total"] == 5 and alone["inner_total"] == 0
+
+
 def test_a_bad_store_fails_before_anything_compiles(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """`tile --store` reads the store first: a malformed one is the error, not the end of a

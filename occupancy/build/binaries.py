@@ -317,8 +317,13 @@ _SASS_FUNC = re.compile(r"^\.text\.(\S+):\s*$")
 _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
 _SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                         r"(?:.*?`\((\.L_x_\d+)\))?")
-MIX_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg", "bar",
-            "loop", "ldg_batches", "ldg_cover", "div_ffma", "uldc")
+COUNTED_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg",
+                "bar", "div_ffma", "uldc", "lds_wait")
+# `inner_*`: the part of the body that lies in loops nested inside it with FFMAs (a k loop
+# ptxas kept rolled inside the tile loop): those instructions run once per iteration of
+# the inner loop, not of the body (model.unit_mix scales them)
+MIX_KEYS = (*COUNTED_KEYS, "loop", "ldg_batches", "ldg_cover",
+            *(f"inner_{k}" for k in COUNTED_KEYS))
 # An IEEE-rounded float division (`a / b` without --use_fast_math) is expanded by ptxas into
 # MUFU.RCP, an FCHK that sends special operands to a slow-path subroutine, and five FFMAs
 # (two Newton steps on the reciprocal, the quotient, its residual and the corrected
@@ -335,6 +340,14 @@ DIVISION_FFMAS = 5
 # says where it may happen (tune/ranked.findings). sm_75-sm_90's form: nvcc 13 reads the
 # table with LDCU on sm_100 and sm_120, which is not measured and not counted.
 _ULDC_INDEXED = re.compile(r"c\[0x3\]\[\s*UR")
+# `lds_wait`: the clocks one warp alone waits per pass of the loop for its shared loads,
+# issuing one instruction a clock and reading a shared load's registers SHARED_LOAD_CLOCKS
+# after the load (the latency as a warp sees it, issue to first use: 50 clocks on the H200,
+# set on bench/results/h200-lsu-overlap's rolled 8x8 loop at one warp a scheduler; its 22
+# other rows, rolled and unrolled, 4-20 warps, land within -15% to +6%). A rolled k loop
+# waits a whole latency a step; an unrolled one that issues the next step's loads among the
+# current step's FFMAs waits less. The model shares the wait among a scheduler's warps.
+SHARED_LOAD_CLOCKS = 50
 _REG = re.compile(r"\bR(\d+)\b")
 
 
@@ -351,7 +364,8 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
     """Per function of `nvdisasm` output: the static instruction mix of its hottest loop
     (the backward-branch body with the most FFMAs, else the most instructions), or of the
     whole function when it has no loop. Static counts of an unrolled loop body stand in for
-    the dynamic mix: the loop is where the time goes."""
+    the dynamic mix: the loop is where the time goes. The counts of the loops nested in
+    that body with FFMAs are given apart (`inner_*`): they run many times per iteration."""
     funcs: dict[str, list[tuple[int, str, str | None, str | None, str]]] = {}
     labels: dict[str, dict[str, int]] = {}
     current: str | None = None
@@ -392,8 +406,7 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
                 # longest loop of a kernel without FFMAs
                 if any(start <= e < addr for e in exits.get(fn, ())):
                     continue
-                body = [i for i in insns if start <= i[0] <= addr]
-                loops.append(body)
+                loops.append([i for i in insns if start <= i[0] <= addr])
         # the most FFMAs; without any, the most global loads and stores (a kernel's streaming
         # loop over its data, not the longer unrolled loop of a block's final reduction over
         # shared memory that only thread 0 runs: llm.c's softmax kernel 4); then the longest
@@ -405,14 +418,22 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
         mix = dict.fromkeys(MIX_KEYS, 0)
         mix["loop"] = int(bool(loops))
         mix["ldg_batches"], mix["ldg_cover"] = _load_batches(body)
-        _count(body, mix)
+        mix.update(_counts(body))
+        mix["lds_wait"] = _shared_wait(body, cyclic=bool(loops))
+        nested = {i[0] for b in _nested_ffma_loops(body, loops) for i in b}
+        inner = [i for i in body if i[0] in nested]
+        mix.update({f"inner_{k}": v for k, v in _counts(inner).items()})
+        mix["inner_lds_wait"] = _shared_wait(inner, cyclic=True)
         out[fn] = tuple(mix.items())
     return out
 
 
-def _count(body: list[tuple[int, str, str | None, str | None, str]], mix: dict[str, int]
-           ) -> None:
-    """The per-instruction counts of MIX_KEYS (each instruction of the body once) into `mix`."""
+_Insn = tuple[int, str, str | None, str | None, str]
+
+
+def _counts(body: Sequence[_Insn]) -> dict[str, int]:
+    """The COUNTED_KEYS of these instructions, each counted once."""
+    mix = dict.fromkeys(COUNTED_KEYS, 0)
     for _, op, suffix, _, rest in body:
         mix["total"] += 1
         if op == "FFMA":
@@ -435,6 +456,42 @@ def _count(body: list[tuple[int, str, str | None, str | None, str]], mix: dict[s
         elif op == "ULDC" and _ULDC_INDEXED.search(rest):
             mix["uldc"] += 1
     mix["div_ffma"] = min(mix["div_ffma"], mix["ffma"])
+    return mix
+
+
+def _shared_wait(body: Sequence[_Insn], cyclic: bool) -> int:
+    """Clocks one warp alone waits for its shared loads in a pass of `body` (see
+    SHARED_LOAD_CLOCKS): in order, one instruction a clock, each instruction that reads a
+    register an LDS/LDSM writes held until that load's data is back. A loop is passed
+    three times and the third pass measured (a load for the next pass is in flight around
+    the back edge); straight-line code once."""
+    if not body:
+        return 0
+    decoded = [(op, suffix, *_operands(rest, op)) for _, op, suffix, _, rest in body]
+    ready: dict[int, int] = {}
+    t = 0
+    starts = []
+    for _ in range(3 if cyclic else 1):
+        starts.append(t)
+        for op, suffix, writes, reads in decoded:
+            t = max(t, *(ready.get(r, 0) for r in reads), 0) + 1
+            if op in ("LDS", "LDSM") and writes:
+                ready.update(dict.fromkeys(range(writes[0], writes[0] + _width(suffix)),
+                                           t - 1 + SHARED_LOAD_CLOCKS))
+            else:
+                for r in writes:
+                    ready.pop(r, None)
+    passed = t - starts[-1]
+    return max(0, passed - len(decoded))
+
+
+def _nested_ffma_loops(body: list[_Insn], loops: list[list[_Insn]]) -> list[list[_Insn]]:
+    """The loops inside `body` that hold FFMAs (a k loop ptxas left rolled, or unrolled only
+    in part, inside a tile loop). A second backward branch to the body's own head (a
+    `continue`) is the same loop, not a nested one."""
+    lo, hi = body[0][0], body[-1][0]
+    return [b for b in loops if lo < b[0][0] and b[-1][0] <= hi
+            and any(i[1] == "FFMA" for i in b)]
 
 
 def _operands(rest: str, op: str) -> tuple[list[int], list[int]]:

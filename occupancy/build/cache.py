@@ -2,7 +2,8 @@
 the content of every file the compiler read (nvcc: the line markers of its device preprocessing;
 NVRTC: the user's includes, over-approximated), and stale once a file appears where the include
 search would now find it first. Failures are cached like successes. An entry `check` wrote holds
-no SASS loop mix ("mix": false): a build that wants it disassembles the cached cubin."""
+no SASS loop mix ("mix": false), or one of an older MIX_FORMAT: a build that wants it
+disassembles the cached cubin."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ CACHE_FORMAT = 9  # what a cache entry holds; bump when KernelResources gains a 
 # loop mix skips out-of-line fallbacks that branch back over an EXIT, 7: and prefers a loop
 # with global loads and stores among loops without FFMAs, 8: and counts a division's FFMAs
 # apart, div_ffma, 9: and the loop's indexed reads of __constant__ data, uldc)
+# What an entry's SASS loop mix holds (its "mix"; False: none): bump when sass_loop_mix
+# changes. An entry with an older one is read again from its cached cubin, not recompiled.
+# (1, written `true`: up to CACHE_FORMAT 9; 2: the counts of the FFMA loops nested in the
+# hottest loop apart, `inner_*`; 3: and a lone warp's wait for its shared loads, `lds_wait`.)
+MIX_FORMAT = 3
 
 def cache_dir() -> Path:
     base = os.environ.get("OCCUPANCY_CACHE_DIR") or os.path.join(
@@ -78,8 +84,8 @@ def _cache_load(key: str, with_mix: bool = False) -> dict[str, KernelResources] 
         if not _deps_unchanged(data["deps"]) or any(map(os.path.exists, data.get("absent", []))):
             return None  # a file it read changed, or a header now shadows one it found
         failed = str(data.get("error") or "")
-        if with_mix and not failed and data.get("mix") is False:
-            return None
+        if with_mix and not failed and data.get("mix") != MIX_FORMAT:
+            return None  # no mix, or an older one: _cached reads it from the cubin
         out = {}
         for k, v in data["kernels"].items() if not failed else ():
             dims = v.pop("cluster_dims", None)
@@ -137,7 +143,7 @@ def _cache_store(key: str, kernels: Mapping[str, KernelResources], deps: Iterabl
         if ptx is not None:
             _write_atomic(where, f"{key}.ptx", ptx.encode())
         blob = json.dumps({"kernels": {k: asdict(v) for k, v in kernels.items()}, "deps": rows,
-                           "absent": list(absent), "mix": mix})
+                           "absent": list(absent), "mix": MIX_FORMAT if mix else False})
         _write_atomic(where, f"{key}.json", blob.encode())
     except OSError:
         pass  # a read-only home still works, only without the cache
@@ -148,7 +154,7 @@ def _cache_add_mix(key: str, kernels: Mapping[str, KernelResources]) -> None:
     try:
         where = cache_dir()
         data = json.loads((where / f"{key}.json").read_text(encoding="utf-8"))
-        data.update(kernels={k: asdict(v) for k, v in kernels.items()}, mix=True)
+        data.update(kernels={k: asdict(v) for k, v in kernels.items()}, mix=MIX_FORMAT)
         _write_atomic(where, f"{key}.json", json.dumps(data).encode())
     except (OSError, ValueError, TypeError):
         pass

@@ -3,13 +3,14 @@
 An entry with `hand_counts: FAMILY` (kernels/matmul.yaml, kernels/transpose.yaml) has points
 that are candidates of that family in tune/shipped.py: each gets its hand counts (sectors,
 bank-conflict ways, loads against the naive kernel), registers estimated where no compiler
-can build it, and a predicted time from the counts (model.predict) where `predictor:
+can build it, and a predicted time from the counts (`predict`, below) where `predictor:
 hand_counts` says so or where the model has no build to read. The counts' numbers are the
 ones the H200 records in bench/results were checked against; nothing here changes them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -19,9 +20,26 @@ from occupancy.core.errors import OccupancyError
 from occupancy.core.solver import OccupancyResult, solve
 from occupancy.inputs.manifest.tuning import TuneSpec
 from occupancy.inputs.safety import inert
-from occupancy.tune.model import predict
+from occupancy.tune.model import (
+    BARRIER_COST,
+    DRAM_EFFICIENCY,
+    DRAM_LATENCY_CLOCKS,
+    FMA_LATENCY_CLOCKS,
+    FP32_EFFICIENCY,
+    GLOBAL_LOAD_COST,
+    L2_BYTES_PER_CLOCK_PER_SM,
+    L2_LATENCY_CLOCKS,
+    LAUNCH_OVERHEAD_MS,
+    LSU_WAVEFRONTS_PER_CLOCK,
+    OVERLAP,
+    PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM,
+    REQUEST_OVERHEAD_BYTES,
+    SCHEDULERS_PER_SM,
+    Prediction,
+    block_launch_seconds,
+)
 from occupancy.tune.ranked import ESTIMATE_SOURCE, Ranked
-from occupancy.tune.shipped import FAMILIES, Candidate, counts
+from occupancy.tune.shipped import FAMILIES, Candidate, Counts, counts
 
 
 def problem_n(spec: TuneSpec) -> int:
@@ -114,3 +132,95 @@ def model_reads(spec: TuneSpec, res: KernelResources) -> bool:
         return True
     return spec.predictor != "hand_counts" and "estimate" not in res.source \
         and res.loop_mix is not None
+
+
+def _l1_miss_bytes(dev: Device, c: Candidate, k: Counts, n: int) -> float:
+    """Bytes the L1 sends to L2. Tiled kernels load each tile once (no L1 reuse); the naive
+    matmul reuses each 32-B sector of A along k and B's row across the block's warps."""
+    # CC 1.x has no cache in front of DRAM at all: every access misses.
+    if dev.l2_cache_bytes and c.kernel == "matmul" and c.variant == "naive":
+        bx, by = c.block
+        return 4.0 * n ** 3 * (1 / bx + 1 / by)
+    return (k.global_load_sectors + k.global_store_sectors) * 32.0
+
+
+def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) -> Prediction:
+    """A shipped family's time from its hand counts (docs/model.md, "What it costs")."""
+    clock = dev.boost_clock_mhz * 1e6
+    sms = dev.sm_count
+    # FP32 issue: one warp instruction per scheduler per clock; instructions other than
+    # FFMA take issue slots too.
+    fma_rate = dev.fp32_gflops * 1e9 / 64 * FP32_EFFICIENCY  # warp FFMA per second
+    fp32 = (k.fma_instructions + k.other_instructions) / fma_rate if k.flops else 0.0
+    # Every warp instruction is at least one pass; 128 B (4 sectors) per pass beyond that.
+    wavefronts = (GLOBAL_LOAD_COST * max(k.global_loads, k.global_load_sectors / 4)
+                  + max(k.global_stores, k.global_store_sectors / 4)
+                  + k.shared_load_wavefronts + k.shared_store_wavefronts
+                  + BARRIER_COST * k.barriers)
+    lsu = wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
+    l2_bytes = _l1_miss_bytes(dev, c, k, n)
+    l2 = l2_bytes / (sms * clock * L2_BYTES_PER_CLOCK_PER_SM)
+    scattered = 0.0
+    if k.store_sectors_per_request > k.ideal_sectors_per_request:
+        scattered = k.global_store_sectors / (sms * clock * PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM)
+    # DRAM: compulsory traffic, plus re-reads when the panels the resident blocks stream
+    # at once do not fit in L2.
+    dram_bytes = k.compulsory_bytes
+    resident = max(occ.active_blocks_per_sm, 1) * sms
+    footprint = k.panel_bytes_per_block * min(resident, k.grid_blocks) ** 0.5 * 2 \
+        if k.panel_bytes_per_block else 0.0
+    if dev.l2_cache_bytes == 0:
+        dram_bytes = max(dram_bytes, l2_bytes)
+    elif footprint > dev.l2_cache_bytes:
+        dram_bytes += l2_bytes * (1 - dev.l2_cache_bytes / footprint)
+    request_bytes = 32.0 * max(k.load_sectors_per_request, 1)
+    dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
+            * (1 + REQUEST_OVERHEAD_BYTES / request_bytes))
+
+    # A grid smaller than one full wave leaves fewer blocks per SM (and some SMs idle).
+    warps_per_block = max(occ.warps_per_block, 1)
+    blocks_per_sm = min(max(occ.active_blocks_per_sm, 1), -(-k.grid_blocks // sms))
+    busy_sms = min(sms, k.grid_blocks)
+    warps = max(blocks_per_sm * warps_per_block, 1)
+    # Little's law: bandwidth x latency bytes must be in flight per SM. Short of that the
+    # achieved bandwidth falls off smoothly (1 - e^-x), not at a cliff: queues at the
+    # memory controllers fill gradually.
+    # (No L1 cap here, unlike predict_work: the shipped float4 transposes at the 228 KB
+    # shared-memory size, vec 16x8 and tall 16x16, measure no slowdown on the H200.)
+    in_flight = warps * k.bytes_in_flight_per_warp
+    need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / clock * DRAM_LATENCY_CLOCKS
+    need_l2 = L2_BYTES_PER_CLOCK_PER_SM * L2_LATENCY_CLOCKS
+    mem_hiding = 1 - math.exp(-in_flight / need_dram)
+    l2_hiding = 1 - math.exp(-in_flight / need_l2)
+    # Arithmetic: each scheduler needs FMA latency's worth of independent instructions.
+    ilp = c.coarsening if c.kernel == "matmul" else 1
+    fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
+    busy = busy_sms / sms  # issue roofs run on the busy SMs only
+    fp32, lsu = fp32 / busy, lsu / busy
+    roofs = {"fp32": fp32 / fma_hiding, "lsu": lsu / fma_hiding, "l2": l2 / l2_hiding,
+             "dram": dram / mem_hiding, "scatter": scattered}
+    # The issue side (FP32, load/store unit) and the memory side (L2, DRAM, scattered
+    # stores) run concurrently but not perfectly: the larger plus OVERLAP x lo^2 / hi of
+    # the smaller. Roofs on the same side share one stream and do not add.
+    compute = max(roofs["fp32"], roofs["lsu"])
+    memory = max(roofs["l2"], roofs["dram"], roofs["scatter"])
+    hi, lo = max(compute, memory), min(compute, memory)
+    seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
+    roofs["blocks"] = block_launch_seconds(dev, k.grid_blocks)
+    roofs["latency"] = 0.0  # (the tuning model's warp path; the hand counts have none)
+    roofs["atomics"] = 0.0  # (the tuning model's contended atomics; the hand counts have none)
+    # Wave quantization: with one or two waves, the last one runs part-full; on the
+    # issue side that idle share of the SMs is lost (the memory side is covered above).
+    waves = -(-k.grid_blocks // resident)
+    wave_eff = k.grid_blocks / (waves * resident)
+    if 1 < waves <= 2 and compute >= memory:
+        seconds /= wave_eff
+    else:
+        wave_eff = 1.0
+    seconds = max(seconds, roofs["blocks"])
+    bound = max(roofs, key=lambda r: roofs[r])
+    ms = seconds * 1e3 + LAUNCH_OVERHEAD_MS
+    return Prediction(ms, bound, {r: v * 1e3 for r, v in roofs.items()},
+                      min(mem_hiding, fma_hiding) if bound != "fp32" else fma_hiding,
+                      wave_eff, dram_bytes, l2_bytes,
+                      k.flops / dram_bytes if dram_bytes else 0.0)

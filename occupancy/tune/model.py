@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from occupancy.build.binaries import COUNTED_KEYS
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
-from occupancy.tune.shipped import Candidate, Counts
 
 if TYPE_CHECKING:
     from occupancy.tune.ptxsim import Traffic
@@ -134,98 +134,6 @@ class Prediction:
     dram_bytes: float
     l2_bytes: float
     arithmetic_intensity: float  # FLOP per DRAM byte
-
-
-def _l1_miss_bytes(dev: Device, c: Candidate, k: Counts, n: int) -> float:
-    """Bytes the L1 sends to L2. Tiled kernels load each tile once (no L1 reuse); the naive
-    matmul reuses each 32-B sector of A along k and B's row across the block's warps."""
-    # CC 1.x has no cache in front of DRAM at all: every access misses.
-    if dev.l2_cache_bytes and c.kernel == "matmul" and c.variant == "naive":
-        bx, by = c.block
-        return 4.0 * n ** 3 * (1 / bx + 1 / by)
-    return (k.global_load_sectors + k.global_store_sectors) * 32.0
-
-
-def predict(dev: Device, c: Candidate, k: Counts, occ: OccupancyResult, n: int) -> Prediction:
-    clock = dev.boost_clock_mhz * 1e6
-    sms = dev.sm_count
-    # FP32 issue: one warp instruction per scheduler per clock; instructions other than
-    # FFMA take issue slots too.
-    fma_rate = dev.fp32_gflops * 1e9 / 64 * FP32_EFFICIENCY  # warp FFMA per second
-    fp32 = (k.fma_instructions + k.other_instructions) / fma_rate if k.flops else 0.0
-    # Every warp instruction is at least one pass; 128 B (4 sectors) per pass beyond that.
-    wavefronts = (GLOBAL_LOAD_COST * max(k.global_loads, k.global_load_sectors / 4)
-                  + max(k.global_stores, k.global_store_sectors / 4)
-                  + k.shared_load_wavefronts + k.shared_store_wavefronts
-                  + BARRIER_COST * k.barriers)
-    lsu = wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
-    l2_bytes = _l1_miss_bytes(dev, c, k, n)
-    l2 = l2_bytes / (sms * clock * L2_BYTES_PER_CLOCK_PER_SM)
-    scattered = 0.0
-    if k.store_sectors_per_request > k.ideal_sectors_per_request:
-        scattered = k.global_store_sectors / (sms * clock * PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM)
-    # DRAM: compulsory traffic, plus re-reads when the panels the resident blocks stream
-    # at once do not fit in L2.
-    dram_bytes = k.compulsory_bytes
-    resident = max(occ.active_blocks_per_sm, 1) * sms
-    footprint = k.panel_bytes_per_block * min(resident, k.grid_blocks) ** 0.5 * 2 \
-        if k.panel_bytes_per_block else 0.0
-    if dev.l2_cache_bytes == 0:
-        dram_bytes = max(dram_bytes, l2_bytes)
-    elif footprint > dev.l2_cache_bytes:
-        dram_bytes += l2_bytes * (1 - dev.l2_cache_bytes / footprint)
-    request_bytes = 32.0 * max(k.load_sectors_per_request, 1)
-    dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY)
-            * (1 + REQUEST_OVERHEAD_BYTES / request_bytes))
-
-    # A grid smaller than one full wave leaves fewer blocks per SM (and some SMs idle).
-    warps_per_block = max(occ.warps_per_block, 1)
-    blocks_per_sm = min(max(occ.active_blocks_per_sm, 1), -(-k.grid_blocks // sms))
-    busy_sms = min(sms, k.grid_blocks)
-    # Latency hiding. Memory: bytes in flight per SM must cover bandwidth x latency.
-    warps = max(blocks_per_sm * warps_per_block, 1)
-    # Little's law: bandwidth x latency bytes must be in flight per SM. Short of that the
-    # achieved bandwidth falls off smoothly (1 - e^-x), not at a cliff: queues at the
-    # memory controllers fill gradually.
-    # (No L1 cap here, unlike predict_work: the shipped float4 transposes at the 228 KB
-    # shared-memory size, vec 16x8 and tall 16x16, measure no slowdown on the H200.)
-    in_flight = warps * k.bytes_in_flight_per_warp
-    need_dram = dev.dram_bandwidth_gb_s * 1e9 / sms / clock * DRAM_LATENCY_CLOCKS
-    need_l2 = L2_BYTES_PER_CLOCK_PER_SM * L2_LATENCY_CLOCKS
-    mem_hiding = 1 - math.exp(-in_flight / need_dram)
-    l2_hiding = 1 - math.exp(-in_flight / need_l2)
-    # Arithmetic: each scheduler needs FMA latency's worth of independent instructions.
-    ilp = c.coarsening if c.kernel == "matmul" else 1
-    fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
-    busy = busy_sms / sms  # issue roofs run on the busy SMs only
-    fp32, lsu = fp32 / busy, lsu / busy
-    roofs = {"fp32": fp32 / fma_hiding, "lsu": lsu / fma_hiding, "l2": l2 / l2_hiding,
-             "dram": dram / mem_hiding, "scatter": scattered}
-    # The issue side (FP32, load/store unit) and the memory side (L2, DRAM, scattered
-    # stores) run concurrently but not perfectly: the larger plus OVERLAP x lo^2 / hi of
-    # the smaller. Roofs on the same side share one stream and do not add.
-    compute = max(roofs["fp32"], roofs["lsu"])
-    memory = max(roofs["l2"], roofs["dram"], roofs["scatter"])
-    hi, lo = max(compute, memory), min(compute, memory)
-    seconds = hi + OVERLAP * lo * (lo / hi if hi else 0.0)
-    roofs["blocks"] = block_launch_seconds(dev, k.grid_blocks)
-    roofs["latency"] = 0.0  # (the tuning model's warp path; the hand counts have none)
-    roofs["atomics"] = 0.0  # (the tuning model's contended atomics; the hand counts have none)
-    # Wave quantization: with one or two waves, the last one runs part-full; on the
-    # issue side that idle share of the SMs is lost (the memory side is covered above).
-    waves = -(-k.grid_blocks // resident)
-    wave_eff = k.grid_blocks / (waves * resident)
-    if 1 < waves <= 2 and compute >= memory:
-        seconds /= wave_eff
-    else:
-        wave_eff = 1.0
-    seconds = max(seconds, roofs["blocks"])
-    bound = max(roofs, key=lambda r: roofs[r])
-    ms = seconds * 1e3 + LAUNCH_OVERHEAD_MS
-    return Prediction(ms, bound, {r: v * 1e3 for r, v in roofs.items()},
-                      min(mem_hiding, fma_hiding) if bound != "fp32" else fma_hiding,
-                      wave_eff, dram_bytes, l2_bytes,
-                      k.flops / dram_bytes if dram_bytes else 0.0)
 
 
 def _loads_per_batch(mix: dict[str, int], traffic: Traffic) -> float:
@@ -378,11 +286,11 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     the grid's warps, or the declared FLOPs over the FLOPs of one iteration, say how many
     times it happens. The SASS mix gives the issue slots the same way (the FLOPs fix how
     many times the loop's FFMAs run). Without either, the FP32 and DRAM roofs alone.
-    Latency hiding and the combination of roofs are the same Little's-law terms as
-    `predict`; independent work per thread is taken from its registers (~1 FMA in flight
-    per 32 registers)."""
+    Latency hiding and the combination of roofs are the same Little's-law terms as the
+    hand counts' (tune/handcounts.predict); independent work per thread is taken from its
+    registers (~1 FMA in flight per 32 registers)."""
     warps_per_block = max(occ.warps_per_block, 1)
-    mix = dict(loop_mix) if loop_mix else {}
+    mix = unit_mix(dict(loop_mix) if loop_mix else {}, traffic)
     fma_time = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
     runs, fp32, issue, lsu = _sass_work(dev, grid_blocks, warps_per_block, flops, fma_time, mix)
     units = _traffic_units(traffic, grid_blocks, warps_per_block, flops)
@@ -404,7 +312,8 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     mem_hiding = _work_mem_hiding(dev, occ, warps, registers_per_thread, mix, traffic, units)
     stall = _tiled_loop_stall(mix, traffic, units, warps_per_block, blocks_per_sm)
     busy = min(dev.sm_count, grid_blocks) / dev.sm_count
-    roofs = {"fp32": max(fp32, issue) * stall / busy / fma_hiding,
+    waits = shared_wait_factor(mix, warps)
+    roofs = {"fp32": max(fp32, issue) * stall * waits / busy / fma_hiding,
              "lsu": lsu * stall / busy / fma_hiding,
              "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered,
              "latency": _warp_path(dev, occ, grid_blocks, mix, traffic),
@@ -416,6 +325,25 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
                       {r: v * 1e3 for r, v in roofs.items()},
                       fma_hiding if bound in ("fp32", "lsu") else mem_hiding, wave_eff,
                       dram_bytes, 0.0, flops / dram_bytes if dram_bytes else 0.0)
+
+
+def unit_mix(mix: dict[str, int], traffic: Traffic | None) -> dict[str, int]:
+    """The SASS loop's mix per iteration of ptxsim's unit. The static body counts each
+    instruction once, but the FFMA loops nested in it (its `inner_*` counts) run several
+    times per iteration: SGEMM_CUDA's 2-D blocktiling at BK = 32 keeps its k loop rolled
+    inside the tile loop (ptxas unrolls it 4x: 128 of the tile's 1024 FFMAs), and counted
+    once, the tile's 24 loads, their stores, 2 barriers and ~200 address instructions came
+    every 128 FFMAs instead of every 1024 (2.8 issue slots per FFMA, not 1.4). Where the
+    unit is an iteration of a loop (a cut run), its FFMAs say how often they run: (unit
+    FFMAs - FFMAs outside them) / their FFMAs. Unchanged without one (a whole run, none)."""
+    inner = work_ffma(mix, "inner_")
+    if not inner or traffic is None or traffic.complete or not traffic.ffma:
+        return mix
+    trips = (traffic.ffma - (work_ffma(mix) - inner)) / inner
+    if trips <= 1:
+        return mix
+    return {**mix, **{k: round(mix.get(k, 0) + (trips - 1) * mix.get(f"inner_{k}", 0))
+                      for k in COUNTED_KEYS}}
 
 
 def _sass_work(dev: Device, grid_blocks: int, warps_per_block: int, flops: float,
@@ -443,14 +371,15 @@ def _sass_work(dev: Device, grid_blocks: int, warps_per_block: int, flops: float
     return runs, fp32, issue, lsu
 
 
-def work_ffma(mix: Mapping[str, int]) -> int:
+def work_ffma(mix: Mapping[str, int], prefix: str = "") -> int:
     """The FFMAs of the loop that do its multiply-adds: all of them less those of the IEEE
     divisions it holds (binaries.DIVISION_FFMAS each). The declared FLOPs count the
     kernel's work, not how the compiler divides: a loop with a division per iteration would
     otherwise look 6x shorter per FLOP than it is (kernel_tuner's pnpoly computing its
     slopes: 48 FFMAs per 8 edges, 8 of them its work). A loop whose only FFMAs are a
-    division's has none: it gets no SASS run count, and ptxsim's counts price it."""
-    return max(0, mix.get("ffma", 0) - mix.get("div_ffma", 0))
+    division's has none: it gets no SASS run count, and ptxsim's counts price it. `prefix`
+    "inner_": of the FFMA loops nested in the hottest one."""
+    return max(0, mix.get(f"{prefix}ffma", 0) - mix.get(f"{prefix}div_ffma", 0))
 
 
 def _traffic_units(traffic: Traffic | None, grid_blocks: int, warps_per_block: int,
@@ -511,6 +440,20 @@ def _work_mem_hiding(dev: Device, occ: OccupancyResult, warps: int, registers_pe
     need_dram = (dev.dram_bandwidth_gb_s * 1e9 / dev.sm_count / (dev.boost_clock_mhz * 1e6)
                  * WORK_DRAM_LATENCY_CLOCKS)
     return 1 - math.exp(-in_flight / need_dram)
+
+
+def shared_wait_factor(mix: Mapping[str, int], warps: int) -> float:
+    """The factor the issue side grows by where a warp waits for its own shared loads (the
+    SASS's `lds_wait`: clocks a lone warp waits per pass, against the `total` it issues).
+    A pass waits a fraction f of its time; a scheduler idles only when all of its warps
+    wait at once (f^w, as _tiled_loop_stall has blocks): a rolled k loop whose FFMAs need
+    the loads just issued runs 1.7x its issue count with one warp a scheduler and 1.02x
+    with four (bench/results/h200-lsu-overlap). 1 where nothing waits."""
+    wait, issued = mix.get("lds_wait", 0), mix.get("total", 0)
+    if wait <= 0 or issued <= 0:
+        return 1.0
+    f = wait / (issued + wait)
+    return 1 / (1 - f ** max(warps / SCHEDULERS_PER_SM, 1e-9))
 
 
 def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float,

@@ -350,9 +350,12 @@ def traffic_job(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev
     values = launch_values(spec, {**spec.problem, **pt.params})
     if values is None:
         return None
-    # without declared FLOPs nothing scales one loop iteration to the run: run it whole
+    # without declared FLOPs nothing scales one loop iteration to the run: run it whole;
+    # ptxas's unroll is read from the FFMA loop nested in the SASS's hottest loop (a k loop
+    # inside the tile loop), else from the hottest loop's own FFMAs
+    mix = dict(res.loop_mix or ())
     return (build, res.function, values, pt.block, pt.grid, dev.shared_memory_banks,
-            "flops" not in spec.work, work_ffma(dict(res.loop_mix or ())))
+            "flops" not in spec.work, work_ffma(mix, "inner_") or work_ffma(mix))
 
 
 def kernel_tuner_restrictions(report: TuneReport) -> list[str]:
