@@ -653,23 +653,28 @@ def _loop(body: list[str]) -> str:
 
 
 def test_a_lone_warp_waits_for_its_shared_loads_less_what_it_issues_between() -> None:
-    """`lds_wait`: one warp issues the loop in order, one instruction a clock, and an
-    instruction that reads an LDS's registers waits SHARED_LOAD_CLOCKS after the load. A
+    """`warp_wait`: one warp issues the loop in order, one instruction a clock, and an
+    instruction that reads an LDS's registers waits SHARED_LOAD_CLOCKS after the load (an
+    arithmetic result's, ALU_RESULT_CLOCKS after its instruction). A
     step that loads and then uses the data at once (a rolled k loop) waits the latency less
     the one instruction between; 60 independent FFMAs between load and use hide it all; an
     LDS.64 holds two registers, so a use of its second waits too, and of a third does not."""
-    from occupancy.build.binaries import SHARED_LOAD_CLOCKS, sass_loop_mix
+    from occupancy.build.binaries import ALU_RESULT_CLOCKS, SHARED_LOAD_CLOCKS, sass_loop_mix
 
     rolled = ["LDS.128 R8, [R5]", "IADD3 R5, R5, 0x10, RZ", "FFMA R20, R8, R9, R20",
               "FFMA R21, R10, R11, R21"]
     mix = dict(sass_loop_mix(_loop(rolled))["_Z1kPf"])
-    assert (mix["total"], mix["lds_wait"]) == (5, SHARED_LOAD_CLOCKS - 2)
+    assert (mix["total"], mix["warp_wait"]) == (5, SHARED_LOAD_CLOCKS - 2)
     covered = rolled[:2] + [f"FFMA R{30 + i}, R3, R4, R{30 + i}" for i in range(60)] + rolled[2:]
-    assert dict(sass_loop_mix(_loop(covered))["_Z1kPf"])["lds_wait"] == 0
+    assert dict(sass_loop_mix(_loop(covered))["_Z1kPf"])["warp_wait"] == 0
     narrow = ["LDS.64 R8, [R5]", "FFMA R20, R9, R3, R20"]
-    assert dict(sass_loop_mix(_loop(narrow))["_Z1kPf"])["lds_wait"] == SHARED_LOAD_CLOCKS - 1
-    past = ["LDS.64 R8, [R5]", "FFMA R20, R10, R3, R20"]
-    assert dict(sass_loop_mix(_loop(past))["_Z1kPf"])["lds_wait"] == 0
+    assert dict(sass_loop_mix(_loop(narrow))["_Z1kPf"])["warp_wait"] == SHARED_LOAD_CLOCKS - 1
+    past = ["LDS.64 R8, [R5]", "FFMA R20, R10, R3, R20", "FFMA R21, R10, R3, R21"]
+    assert dict(sass_loop_mix(_loop(past))["_Z1kPf"])["warp_wait"] == 0
+    # arithmetic: each FFMA of a chain issues ALU_RESULT_CLOCKS after the one it reads (a
+    # pass of 3 links and the branch: 12 clocks for 4 instructions)
+    chain = ["FFMA R20, R3, R4, R20"] * 3
+    assert dict(sass_loop_mix(_loop(chain))["_Z1kPf"])["warp_wait"] == 3 * ALU_RESULT_CLOCKS - 4
 
 
 @pytest.mark.slow
@@ -701,7 +706,7 @@ def test_nvcc_rolled_k_loop_waits_more_than_the_unrolled_one(tmp_path: Path) -> 
         (res,) = compile_build(make_build(src, "sm_90")).values()
         mix = dict(res.loop_mix or ())
         assert mix["ffma"] == 16 * unroll and mix["lds_wavefronts"] == 8 * unroll, mix
-        share[unroll] = mix["lds_wait"] / (mix["lds_wait"] + mix["total"])
+        share[unroll] = mix["warp_wait"] / (mix["warp_wait"] + mix["total"])
     assert share[1] > 0.3 and share[4] < share[1], share
 
 
@@ -709,13 +714,13 @@ def test_the_wait_is_shared_among_a_schedulers_warps() -> None:
     """The issue side grows by 1 / (1 - f^w): f the share of a lone warp's pass spent
     waiting, w its warps per scheduler; the FP32 roof of predict_work carries it."""
     from occupancy.core.solver import solve
-    from occupancy.tune.model import predict_work, shared_wait_factor
+    from occupancy.tune.model import predict_work, warp_wait_factor
 
-    half = {"total": 50, "lds_wait": 50}
-    assert shared_wait_factor(half, 4) == pytest.approx(2.0)
-    assert shared_wait_factor(half, 8) == pytest.approx(1 / (1 - 0.25))
-    assert shared_wait_factor(half, 16) == pytest.approx(1 / (1 - 0.5 ** 4))
-    assert shared_wait_factor({"total": 50, "lds_wait": 0}, 4) == 1.0
+    half = {"total": 50, "warp_wait": 50}
+    assert warp_wait_factor(half, 4) == pytest.approx(2.0)
+    assert warp_wait_factor(half, 8) == pytest.approx(1 / (1 - 0.25))
+    assert warp_wait_factor(half, 16) == pytest.approx(1 / (1 - 0.5 ** 4))
+    assert warp_wait_factor({"total": 50, "warp_wait": 0}, 4) == 1.0
     dev = load_device("h200")
     occ = solve(dev, 128, 255)  # 2 blocks, 8 warps an SM: 2 a scheduler
     base = {"total": 100, "ffma": 64, "fp32": 64, "lds_wavefronts": 4, "sts_wavefronts": 0,
@@ -723,7 +728,7 @@ def test_the_wait_is_shared_among_a_schedulers_warps() -> None:
     grid = 64 * dev.sm_count
     flops = 2.0 * 32 * 64 * 1000 * grid * 4
     plain = predict_work(dev, occ, grid, flops, 0.0, 255, tuple(base.items()))
-    waits = predict_work(dev, occ, grid, flops, 0.0, 255, tuple({**base, "lds_wait": 100}.items()))
+    waits = predict_work(dev, occ, grid, flops, 0.0, 255, tuple({**base, "warp_wait": 100}.items()))
     assert occ.active_blocks_per_sm * occ.warps_per_block == 8
     assert waits.roofs_ms["fp32"] / plain.roofs_ms["fp32"] == pytest.approx(1 / (1 - 0.25))
 

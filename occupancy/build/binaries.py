@@ -318,7 +318,7 @@ _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
 _SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                         r"(?:.*?`\((\.L_x_\d+)\))?")
 COUNTED_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg",
-                "bar", "div_ffma", "uldc", "lds_wait")
+                "bar", "div_ffma", "uldc", "warp_wait")
 # `inner_*`: the part of the body that lies in loops nested inside it with FFMAs (a k loop
 # ptxas kept rolled inside the tile loop): those instructions run once per iteration of
 # the inner loop, not of the body (model.unit_mix scales them)
@@ -340,14 +340,20 @@ DIVISION_FFMAS = 5
 # says where it may happen (tune/ranked.findings). sm_75-sm_90's form: nvcc 13 reads the
 # table with LDCU on sm_100 and sm_120, which is not measured and not counted.
 _ULDC_INDEXED = re.compile(r"c\[0x3\]\[\s*UR")
-# `lds_wait`: the clocks one warp alone waits per pass of the loop for its shared loads,
-# issuing one instruction a clock and reading a shared load's registers SHARED_LOAD_CLOCKS
-# after the load (the latency as a warp sees it, issue to first use: 50 clocks on the H200,
-# set on bench/results/h200-lsu-overlap's rolled 8x8 loop at one warp a scheduler; its 22
-# other rows, rolled and unrolled, 4-20 warps, land within -15% to +6%). A rolled k loop
-# waits a whole latency a step; an unrolled one that issues the next step's loads among the
-# current step's FFMAs waits less. The model shares the wait among a scheduler's warps.
+# `warp_wait`: the clocks one warp alone waits per pass of the loop for the results it
+# reads, issuing one instruction a clock: a shared load's registers SHARED_LOAD_CLOCKS after
+# the load (the latency as a warp sees it, issue to first use: 50 clocks on the H200, set on
+# bench/results/h200-lsu-overlap's rolled 8x8 loop at one warp a scheduler; its 22 other
+# rows, rolled and unrolled, 4-20 warps, land within -15% to +6%), an arithmetic result
+# ALU_RESULT_CLOCKS after its instruction (FFMA, IMAD, IADD3...: 4 on Volta to Hopper). A
+# rolled k loop waits a whole shared-load latency a step; an unrolled one that issues the
+# next step's loads among the current step's FFMAs waits less; a chain of dependent FFMAs
+# waits 3 clocks a link. Global, local and constant loads are ready at once here: their
+# latency is the tiled stall's and the memory side's. The model shares the wait among a
+# scheduler's warps.
 SHARED_LOAD_CLOCKS = 50
+ALU_RESULT_CLOCKS = 4
+_MEMORY_LOADS = ("LD", "ATOM", "RED", "TEX", "TLD", "SU")
 _REG = re.compile(r"\bR(\d+)\b")
 
 
@@ -419,11 +425,11 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
         mix["loop"] = int(bool(loops))
         mix["ldg_batches"], mix["ldg_cover"] = _load_batches(body)
         mix.update(_counts(body))
-        mix["lds_wait"] = _shared_wait(body, cyclic=bool(loops))
+        mix["warp_wait"] = _lone_warp_wait(body, cyclic=bool(loops))
         nested = {i[0] for b in _nested_ffma_loops(body, loops) for i in b}
         inner = [i for i in body if i[0] in nested]
         mix.update({f"inner_{k}": v for k, v in _counts(inner).items()})
-        mix["inner_lds_wait"] = _shared_wait(inner, cyclic=True)
+        mix["inner_warp_wait"] = _lone_warp_wait(inner, cyclic=True)
         out[fn] = tuple(mix.items())
     return out
 
@@ -459,12 +465,12 @@ def _counts(body: Sequence[_Insn]) -> dict[str, int]:
     return mix
 
 
-def _shared_wait(body: Sequence[_Insn], cyclic: bool) -> int:
-    """Clocks one warp alone waits for its shared loads in a pass of `body` (see
+def _lone_warp_wait(body: Sequence[_Insn], cyclic: bool) -> int:
+    """Clocks one warp alone waits for the results it reads in a pass of `body` (see
     SHARED_LOAD_CLOCKS): in order, one instruction a clock, each instruction that reads a
-    register an LDS/LDSM writes held until that load's data is back. A loop is passed
-    three times and the third pass measured (a load for the next pass is in flight around
-    the back edge); straight-line code once."""
+    register held until the LDS/LDSM or arithmetic instruction that writes it is done. A
+    loop is passed three times and the third pass measured (a load for the next pass is in
+    flight around the back edge); straight-line code once."""
     if not body:
         return 0
     decoded = [(op, suffix, *_operands(rest, op)) for _, op, suffix, _, rest in body]
@@ -478,9 +484,11 @@ def _shared_wait(body: Sequence[_Insn], cyclic: bool) -> int:
             if op in ("LDS", "LDSM") and writes:
                 ready.update(dict.fromkeys(range(writes[0], writes[0] + _width(suffix)),
                                            t - 1 + SHARED_LOAD_CLOCKS))
-            else:
+            elif op.startswith(_MEMORY_LOADS):
                 for r in writes:
                     ready.pop(r, None)
+            else:
+                ready.update(dict.fromkeys(writes, t - 1 + ALU_RESULT_CLOCKS))
     passed = t - starts[-1]
     return max(0, passed - len(decoded))
 

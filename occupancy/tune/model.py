@@ -287,8 +287,8 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     times it happens. The SASS mix gives the issue slots the same way (the FLOPs fix how
     many times the loop's FFMAs run). Without either, the FP32 and DRAM roofs alone.
     Latency hiding and the combination of roofs are the same Little's-law terms as the
-    hand counts' (tune/handcounts.predict); independent work per thread is taken from its
-    registers (~1 FMA in flight per 32 registers)."""
+    hand counts' (tune/handcounts.predict); what a warp waits for is the SASS's lone warp
+    (warp_wait_factor), or without it ~1 FMA in flight per 32 registers."""
     warps_per_block = max(occ.warps_per_block, 1)
     mix = unit_mix(dict(loop_mix) if loop_mix else {}, traffic)
     fma_time = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
@@ -307,12 +307,15 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     issue, lsu = issue / slow, lsu / slow
     blocks_per_sm = min(max(occ.active_blocks_per_sm, 1), -(-grid_blocks // dev.sm_count))
     warps = max(blocks_per_sm * warps_per_block, 1)
+    # Where the SASS was read, its lone warp's wait says what the warps must hide (shared
+    # loads and arithmetic results; warp_wait_factor); else ~1 FMA in flight per 32 registers.
     ilp = max(1, registers_per_thread // 32)
-    fma_hiding = min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
+    fma_hiding = 1.0 if "warp_wait" in mix else \
+        min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
     mem_hiding = _work_mem_hiding(dev, occ, warps, registers_per_thread, mix, traffic, units)
     stall = _tiled_loop_stall(mix, traffic, units, warps_per_block, blocks_per_sm)
     busy = min(dev.sm_count, grid_blocks) / dev.sm_count
-    waits = shared_wait_factor(mix, warps)
+    waits = warp_wait_factor(mix, warps)
     roofs = {"fp32": max(fp32, issue) * stall * waits / busy / fma_hiding,
              "lsu": lsu * stall / busy / fma_hiding,
              "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered,
@@ -442,14 +445,15 @@ def _work_mem_hiding(dev: Device, occ: OccupancyResult, warps: int, registers_pe
     return 1 - math.exp(-in_flight / need_dram)
 
 
-def shared_wait_factor(mix: Mapping[str, int], warps: int) -> float:
-    """The factor the issue side grows by where a warp waits for its own shared loads (the
-    SASS's `lds_wait`: clocks a lone warp waits per pass, against the `total` it issues).
-    A pass waits a fraction f of its time; a scheduler idles only when all of its warps
-    wait at once (f^w, as _tiled_loop_stall has blocks): a rolled k loop whose FFMAs need
-    the loads just issued runs 1.7x its issue count with one warp a scheduler and 1.02x
-    with four (bench/results/h200-lsu-overlap). 1 where nothing waits."""
-    wait, issued = mix.get("lds_wait", 0), mix.get("total", 0)
+def warp_wait_factor(mix: Mapping[str, int], warps: int) -> float:
+    """The factor the issue side grows by where a warp waits for its own results (the
+    SASS's `warp_wait`: clocks a lone warp waits per pass for its shared loads and its
+    arithmetic, against the `total` it issues). A pass waits a fraction f of its time; a
+    scheduler idles only when all of its warps wait at once (f^w, as _tiled_loop_stall has
+    blocks): a rolled k loop whose FFMAs need the loads just issued runs 1.7x its issue
+    count with one warp a scheduler and 1.02x with four (bench/results/h200-lsu-overlap).
+    1 where nothing waits."""
+    wait, issued = mix.get("warp_wait", 0), mix.get("total", 0)
     if wait <= 0 or issued <= 0:
         return 1.0
     f = wait / (issued + wait)
