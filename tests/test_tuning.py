@@ -733,6 +733,33 @@ def test_the_wait_is_shared_among_a_schedulers_warps() -> None:
     assert waits.roofs_ms["fp32"] / plain.roofs_ms["fp32"] == pytest.approx(1 / (1 - 0.25))
 
 
+def test_a_warp_of_fewer_lanes_issues_its_loop_more_often() -> None:
+    """The declared FLOPs run on the lanes a warp has: a block of 8 threads is one warp of
+    8 lanes, so the same FLOPs take 4x the loop's warp-wide runs of 32-thread blocks, and
+    a block of 48 threads averages 24 lanes a warp (4/3x); the predicted time follows (the
+    clock under FFMA load takes a little of it back)."""
+    from occupancy.core.solver import solve
+    from occupancy.tune.model import _sass_work, predict_work
+
+    dev = load_device("h200")
+    mix = {"total": 100, "ffma": 64, "fp32": 64, "lds_wavefronts": 0, "sts_wavefronts": 0,
+           "ldg": 0, "stg": 0, "bar": 0, "loop": 1}
+    flops = 2.0 * 64 * 32 * 1e6
+
+    def runs(threads: int) -> float:
+        return _sass_work(dev, 1000, solve(dev, threads, 32), flops, 0.0, mix)[0]
+
+    assert runs(32) == pytest.approx(1e6) and runs(8) == pytest.approx(4e6)
+    assert runs(48) == pytest.approx(4 / 3 * runs(64))
+
+    def ms(threads: int) -> float:
+        occ = solve(dev, threads, 32)
+        grid = occ.active_blocks_per_sm * dev.sm_count * 8
+        return predict_work(dev, occ, grid, flops, 0.0, 32, tuple(mix.items())).predicted_ms
+
+    assert 3.5 < ms(8) / ms(32) < 4.0
+
+
 def test_sass_loop_nested_in_the_hottest_counts_apart() -> None:
     """A tile loop (loads, stores, barriers) holding a k loop ptxas kept rolled: the body
     read is the tile loop, and the nested loop's instructions are also given apart

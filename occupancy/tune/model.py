@@ -292,7 +292,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     warps_per_block = max(occ.warps_per_block, 1)
     mix = unit_mix(dict(loop_mix) if loop_mix else {}, traffic)
     fma_time = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
-    runs, fp32, issue, lsu = _sass_work(dev, grid_blocks, warps_per_block, flops, fma_time, mix)
+    runs, fp32, issue, lsu = _sass_work(dev, grid_blocks, occ, flops, fma_time, mix)
     units = _traffic_units(traffic, grid_blocks, warps_per_block, flops)
     scattered = 0.0
     if units and traffic is not None:
@@ -349,19 +349,23 @@ def unit_mix(mix: dict[str, int], traffic: Traffic | None) -> dict[str, int]:
                       for k in COUNTED_KEYS}}
 
 
-def _sass_work(dev: Device, grid_blocks: int, warps_per_block: int, flops: float,
+def _sass_work(dev: Device, grid_blocks: int, occ: OccupancyResult, flops: float,
                fma_time: float, mix: dict[str, int]) -> tuple[float, float, float, float]:
     """The issue side from the SASS of the hottest loop: how many times it runs warp-wide
-    (the declared FLOPs over its FFMAs; a straight-line kernel once a warp; else 0), and the
-    FP32, issue and load/store seconds of those runs. FP32 is at least `fma_time`, the
-    declared FLOPs at the sustained peak; the others are 0 where the loop does not run."""
+    (the declared FLOPs over its FFMAs, on the lanes its warps have: a block of 8 threads
+    is one warp of 8, one of 48 a warp of 32 and one of 16; a straight-line kernel once a
+    warp; else 0), and the FP32, issue and
+    load/store seconds of those runs. FP32 is at least `fma_time`, the declared FLOPs at
+    the sustained peak; the others are 0 where the loop does not run."""
+    warps_per_block = max(occ.warps_per_block, 1)
+    lanes = max(1, min(dev.warp_size, occ.threads_per_block / warps_per_block))
     clock = dev.boost_clock_mhz * 1e6
     sms = dev.sm_count
     fp32 = fma_time
     issue = lsu = 0.0
     runs = 0.0
     if flops and work_ffma(mix):
-        runs = flops / 2 / dev.warp_size / work_ffma(mix)  # executions of the loop, warp-wide
+        runs = flops / 2 / lanes / work_ffma(mix)  # executions of the loop, warp-wide
     elif mix and not mix.get("loop"):
         runs = float(grid_blocks * warps_per_block)  # straight-line: once a warp
     if runs:
