@@ -349,7 +349,9 @@ _ULDC_INDEXED = re.compile(r"c\[0x3\]\[\s*UR")
 # rolled k loop waits a whole shared-load latency a step; an unrolled one that issues the
 # next step's loads among the current step's FFMAs waits less; a chain of dependent FFMAs
 # waits 3 clocks a link. Global, local and constant loads are ready at once here: their
-# latency is the tiled stall's and the memory side's. The model shares the wait among a
+# latency is the tiled stall's and the memory side's. Units slower than the ALU (MUFU,
+# SHFL, S2R) are taken at 4 clocks too, and a 64-bit result's second register and uniform
+# registers are not followed: the wait is a lower bound. The model shares it among a
 # scheduler's warps.
 SHARED_LOAD_CLOCKS = 50
 ALU_RESULT_CLOCKS = 4
