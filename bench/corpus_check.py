@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -62,13 +63,22 @@ def check(path: str) -> dict[str, object] | None:
     return out
 
 
+def _validation_logs(paths: list[str]) -> list[float]:
+    """|log(predicted / measured)| of every verified validation point, sorted."""
+    rows = [r for p in paths if space_of(p) in VALIDATION
+            for r in json.loads(Path(p).read_text()).get("results", [])]
+    return sorted(abs(math.log(r["predicted_ms"] / r["measured"]["median_ms"])) for r in rows
+                  if r.get("predicted_ms") and r.get("measured") and r["verified"] is not False)
+
+
 def main() -> None:
     """python bench/corpus_check.py [--out=FILE] [--note=TEXT] [RECORDS...]: records re-predicted
     by another commit (bench/corpus/repredict.py writes them) say so with --note."""
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
     paths = args or sorted(glob.glob(str(ROOT / "bench/results/h200-corpus/*.json")))
-    rows = [r for r in (check(p) for p in paths if not Path(p).name.startswith("budget-")) if r]
+    paths = [p for p in paths if not Path(p).name.startswith("budget-")]
+    rows = [r for r in (check(p) for p in paths) if r]
     val = [r for r in rows if r["part"] == "validation"]
 
     def share(rs: list[dict[str, object]], f: object) -> float:
@@ -82,6 +92,10 @@ def main() -> None:
         "all_budget8_within_3pct": share(rows, lambda r: r["budget_8_over_fastest"] <= 0.03),
         "all_top4_within_3pct": share(rows, lambda r: r["top_4_over_fastest"] <= 0.03),
         "all_top8_within_3pct": share(rows, lambda r: r["top_8_over_fastest"] <= 0.03),
+        # the error band a prediction carries (tune/model.py BAND_RATIO): the 68th percentile
+        # of predicted / measured, either way, over every validation point
+        "validation_points": len(logs := _validation_logs(paths)),
+        "validation_band_68": math.exp(logs[int(0.68 * len(logs))]) if logs else None,
     }
     for r in rows:
         print(f"{r['record']:<40} {r['part'][:5]} {r['points']:>4} pts  err {r['median_abs_error']:6.1%}"
