@@ -733,6 +733,48 @@ def test_the_wait_is_shared_among_a_schedulers_warps() -> None:
     assert waits.roofs_ms["fp32"] / plain.roofs_ms["fp32"] == pytest.approx(1 / (1 - 0.25))
 
 
+def test_fewer_warps_than_schedulers_and_the_register_guess_where_the_sass_is_read() -> None:
+    """An SM with fewer warps than schedulers issues on that many only, each warp at its
+    lone pace (4 / warps x 1 / (1 - f)); with four or more, 1 / (1 - f^(warps / 4)). Where
+    the SASS was read (a `warp_wait` key, even 0) the register guess of FMA hiding is not
+    applied on top; without the key it is, and the wait factor is 1."""
+    from occupancy.core.solver import solve
+    from occupancy.tune.model import predict_work, warp_wait_factor
+
+    assert warp_wait_factor({"total": 50, "warp_wait": 0}, 1) == pytest.approx(4.0)
+    assert warp_wait_factor({"total": 50, "warp_wait": 50}, 2) == pytest.approx(4.0)
+    assert warp_wait_factor({"total": 50, "warp_wait": 50}, 4) == pytest.approx(2.0)
+    assert warp_wait_factor({"total": 50}, 1) == 1.0
+    dev = load_device("h200")
+    occ = solve(dev, 128, 32)
+    grid = dev.sm_count  # one block of 4 warps an SM: one a scheduler
+    base = {"total": 100, "ffma": 64, "fp32": 64, "lds_wavefronts": 0, "sts_wavefronts": 0,
+            "ldg": 0, "stg": 0, "bar": 0, "loop": 1}
+    flops = 2.0 * 32 * 64 * 1e6
+
+    def fp32(mix: dict[str, int]) -> float:
+        return predict_work(dev, occ, grid, flops, 0.0, 32, tuple(mix.items())).roofs_ms["fp32"]
+
+    # 4 warps x 1 FMA in flight (32 registers) over 4 schedulers x 4 clocks: the guess is 4x
+    assert fp32(base) / fp32({**base, "warp_wait": 0}) == pytest.approx(4.0)
+
+
+def test_an_empty_kernel_has_an_empty_mix() -> None:
+    """A kernel with no loop and nothing but EXIT (and the branch-to-self after it) has a
+    mix of zeros, not an error (its translation unit's other kernels still get theirs)."""
+    from occupancy.build.binaries import sass_loop_mix
+
+    sass = """
+.text._Z5emptyv:
+        /*0000*/                   EXIT ;
+.L_x_0:
+        /*0010*/                   BRA `(.L_x_0);
+        /*0020*/                   NOP;
+"""
+    mix = dict(sass_loop_mix(sass)["_Z5emptyv"])
+    assert mix["total"] == 0 and mix["warp_wait"] == 0 and mix["inner_total"] == 0
+
+
 def test_a_warp_of_fewer_lanes_issues_its_loop_more_often() -> None:
     """The declared FLOPs run on the lanes a warp has: a block of 8 threads is one warp of
     8 lanes, so the same FLOPs take 4x the loop's warp-wide runs of 32-thread blocks, and

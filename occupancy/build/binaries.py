@@ -343,8 +343,9 @@ _ULDC_INDEXED = re.compile(r"c\[0x3\]\[\s*UR")
 # `warp_wait`: the clocks one warp alone waits per pass of the loop for the results it
 # reads, issuing one instruction a clock: a shared load's registers SHARED_LOAD_CLOCKS after
 # the load (the latency as a warp sees it, issue to first use: 50 clocks on the H200, set on
-# bench/results/h200-lsu-overlap's rolled 8x8 loop at one warp a scheduler; its 22 other
-# rows, rolled and unrolled, 4-20 warps, land within -15% to +6%), an arithmetic result
+# bench/results/h200-lsu-overlap's rolled 8x8 loop at one warp a scheduler; there the lone
+# warp alone, bench/lsu/lone_warp.py, put its 22 other issue-bound rows within -15% to +6%;
+# the whole model on 228 rows: bench/lsu/model_check.py), an arithmetic result
 # ALU_RESULT_CLOCKS after its instruction (FFMA, IMAD, IADD3...: 4 on Volta to Hopper). A
 # rolled k loop waits a whole shared-load latency a step; an unrolled one that issues the
 # next step's loads among the current step's FFMAs waits less; a chain of dependent FFMAs
@@ -499,6 +500,8 @@ def _nested_ffma_loops(body: list[_Insn], loops: list[list[_Insn]]) -> list[list
     """The loops inside `body` that hold FFMAs (a k loop ptxas left rolled, or unrolled only
     in part, inside a tile loop). A second backward branch to the body's own head (a
     `continue`) is the same loop, not a nested one."""
+    if not body:
+        return []
     lo, hi = body[0][0], body[-1][0]
     return [b for b in loops if lo < b[0][0] and b[-1][0] <= hi
             and any(i[1] == "FFMA" for i in b)]

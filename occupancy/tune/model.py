@@ -347,7 +347,7 @@ def unit_mix(mix: dict[str, int], traffic: Traffic | None) -> dict[str, int]:
     if trips <= 1:
         return mix
     return {**mix, **{k: round(mix.get(k, 0) + (trips - 1) * mix.get(f"inner_{k}", 0))
-                      for k in COUNTED_KEYS}}
+                      for k in COUNTED_KEYS if k in mix}}
 
 
 def _sass_work(dev: Device, grid_blocks: int, occ: OccupancyResult, flops: float,
@@ -457,12 +457,16 @@ def warp_wait_factor(mix: Mapping[str, int], warps: int) -> float:
     scheduler idles only when all of its warps wait at once (f^w, as _tiled_loop_stall has
     blocks): a rolled k loop whose FFMAs need the loads just issued runs 1.7x its issue
     count with one warp a scheduler and 1.02x with four (bench/results/h200-lsu-overlap).
-    1 where nothing waits."""
-    wait, issued = mix.get("warp_wait", 0), mix.get("total", 0)
-    if wait <= 0 or issued <= 0:
-        return 1.0
+    An SM with fewer warps than schedulers issues on that many of them only, each warp at
+    its lone pace: 4 / warps x 1 / (1 - f) (a warp alone on an SM: 4x its issue count even
+    where it never waits)."""
+    wait, issued = max(mix.get("warp_wait", 0), 0), mix.get("total", 0)
+    if "warp_wait" not in mix or issued <= 0:
+        return 1.0  # no SASS read: predict_work's register guess stands in
     f = wait / (issued + wait)
-    return 1 / (1 - f ** max(warps / SCHEDULERS_PER_SM, 1e-9))
+    if warps < SCHEDULERS_PER_SM:
+        return SCHEDULERS_PER_SM / max(warps, 1) / (1 - f)
+    return 1 / (1 - f ** (warps / SCHEDULERS_PER_SM))
 
 
 def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float,
