@@ -759,6 +759,31 @@ def test_fewer_warps_than_schedulers_and_the_register_guess_where_the_sass_is_re
     assert fp32(base) / fp32({**base, "warp_wait": 0}) == pytest.approx(4.0)
 
 
+def test_the_reason_says_what_the_warps_do_not_hide() -> None:
+    """Where a point is bound by the memory side the reason speaks of the memory latency;
+    bound by the issue side, of the share of the time its schedulers issue (a warp that
+    waits for its own results and too few warps to cover it). Within rounding of 100%,
+    nothing is said."""
+    from occupancy.build.resources import KernelResources
+    from occupancy.core.solver import solve
+    from occupancy.tune.model import Prediction
+    from occupancy.tune.ranked import Point, Ranked, reasons
+
+    dev = load_device("h200")
+
+    def said(bound: str, hiding: float) -> list[str]:
+        res = KernelResources("k", 32, 0, 1, 0, 0, 0, None, "fake")
+        pred = Prediction(1.0, bound, {}, hiding, 1.0, 0.0, 0.0, 0.0)
+        r = Ranked(Point({"B": 128}, "k", (), (128,), (4096,), 0), res, solve(dev, 128, 32), pred,
+                   ())
+        return [x for x in reasons(r, [r], []) if "hide" in x]
+
+    assert said("fp32", 0.8) == ["the schedulers issue 80% of the time: the resident warps do "
+                                 "not hide all of a warp's waits for its own results"]
+    assert said("dram", 0.8) == ["the resident warps hide 80% of the memory latency"]
+    assert said("fp32", 0.996) == []
+
+
 def test_an_empty_kernel_has_an_empty_mix() -> None:
     """A kernel with no loop and nothing but EXIT (and the branch-to-self after it) has a
     mix of zeros, not an error (its translation unit's other kernels still get theirs)."""

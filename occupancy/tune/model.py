@@ -130,7 +130,8 @@ class Prediction:
     predicted_ms: float
     bound: str  # the largest roof: fp32, lsu, l2, dram, scatter, blocks, latency
     roofs_ms: dict[str, float]
-    hiding: float  # 0-1: how much of the latency the resident warps hide
+    hiding: float  # 0-1: how much of the latency the resident warps hide (issue-bound: the
+    # share of the time the schedulers issue)
     wave_efficiency: float  # 0-1: last partial wave of blocks
     dram_bytes: float
     l2_bytes: float
@@ -327,7 +328,8 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     bound = max(roofs, key=lambda r: roofs[r])
     return Prediction(seconds * 1e3 + LAUNCH_OVERHEAD_MS, bound,
                       {r: v * 1e3 for r, v in roofs.items()},
-                      fma_hiding if bound in ("fp32", "lsu") else mem_hiding, wave_eff,
+                      fma_hiding / (waits if bound == "fp32" else 1.0)
+                      if bound in ("fp32", "lsu") else mem_hiding, wave_eff,
                       dram_bytes, 0.0, flops / dram_bytes if dram_bytes else 0.0)
 
 

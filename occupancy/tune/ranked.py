@@ -199,8 +199,11 @@ def reasons(best: Ranked, ok: Sequence[Ranked], ties: Sequence[Ranked]) -> list[
     if k is not None and k.bank_conflict_ways > 1:
         out.append(f"its shared-memory access has {k.bank_conflict_ways}-way bank conflicts, "
                    "counted in the load/store roof")
-    if p and p.hiding < 1:
-        out.append(f"the resident warps hide {pct(p.hiding)} of the memory latency")
+    if p and p.hiding < 0.995:
+        out.append(f"the resident warps hide {pct(p.hiding)} of the memory latency"
+                   if p.bound in MEMORY_ROOFS else
+                   f"the schedulers issue {pct(p.hiding)} of the time: the resident warps do "
+                   "not hide all of a warp's waits for its own results")
     return [inert(x) for x in out]
 
 
