@@ -27,40 +27,18 @@ from occupancy.build.compilers import nvdisasm_path  # noqa: E402
 SHAPES = {"88": (8, 8, 1.69), "84": (8, 4, 1.98), "44": (4, 4, 1.98)}
 
 
-def hot_body(sass: str) -> list[tuple[int, str, str | None, str | None, str]]:
-    """The hottest loop's instructions, as sass_loop_mix chooses it."""
-    seen: list[list[tuple[int, str, str | None, str | None, str]]] = []
-    real = binaries._load_batches
-
-    def spy(body: list[tuple[int, str, str | None, str | None, str]]) -> tuple[int, int]:
-        seen.append(body)
-        return real(body)
-
-    binaries._load_batches = spy  # type: ignore[assignment]
+def lone_warp(sass: str, latency: int) -> tuple[int, int]:
+    """(clocks a lone warp takes per pass of the hottest loop in steady state, instructions
+    it issues): the SASS reader's own `warp_wait` (binaries._lone_warp_wait), with the shared
+    load's latency set and arithmetic results ready the next clock (this record waits for
+    shared loads only)."""
+    saved = binaries.SHARED_LOAD_CLOCKS, binaries.ALU_RESULT_CLOCKS
+    binaries.SHARED_LOAD_CLOCKS, binaries.ALU_RESULT_CLOCKS = latency, 1
     try:
-        binaries.sass_loop_mix(sass)
+        mix = dict(next(iter(binaries.sass_loop_mix(sass).values())))
     finally:
-        binaries._load_batches = real  # type: ignore[assignment]
-    return seen[0]
-
-
-def lone_warp(body: list[tuple[int, str, str | None, str | None, str]], latency: int
-              ) -> tuple[int, int]:
-    """(clocks a lone warp takes per iteration in steady state, instructions it issues)."""
-    decoded = [(op, suffix, *binaries._operands(rest, op)) for _, op, suffix, _, rest in body]
-    ready: dict[int, int] = {}
-    t, starts = 0, []
-    for _ in range(3):
-        starts.append(t)
-        for op, suffix, writes, reads in decoded:
-            t = max(t, *(ready.get(r, 0) for r in reads), 0) + 1
-            if op in ("LDS", "LDSM") and writes:
-                width = 4 if suffix and ".128" in suffix else 2 if suffix and ".64" in suffix else 1
-                ready.update(dict.fromkeys(range(writes[0], writes[0] + width), t - 1 + latency))
-            else:
-                for r in writes:
-                    ready.pop(r, None)
-    return starts[2] - starts[1], len(decoded)
+        binaries.SHARED_LOAD_CLOCKS, binaries.ALU_RESULT_CLOCKS = saved
+    return mix["total"] + mix["warp_wait"], mix["total"]
 
 
 def measured() -> dict[tuple[int, str, int], float]:
@@ -84,7 +62,7 @@ def main() -> None:
                                 *(["-DROLLED"] if rolled else []), "-o", cubin, str(src)], check=True)
                 sass = subprocess.run([nvdisasm_path() or "nvdisasm", "-c", cubin], check=True,
                                       capture_output=True, text=True).stdout
-                t1, issued = lone_warp(hot_body(sass), latency)
+                t1, issued = lone_warp(sass, latency)
                 steps = 1 if rolled else 4  # the unrolled body holds 4 k steps
                 t1, issued = t1 / steps, issued / steps
                 f = (t1 - issued) / t1
