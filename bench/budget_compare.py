@@ -151,7 +151,7 @@ def load_space(path: str) -> Space | None:
         pred = r.get("predicted_ms")
         s.points.append(Point(dict(r["params"]), ms, "" if ms is not None else "RuntimeFailedConfig",
                               float(pred) if isinstance(pred, (int, float)) else None,
-                              str(r.get("predicted_bound") or "")))
+                              str(r.get("predicted_bound") or r.get("bound") or "")))
     seen = {s.key(p.params) for p in s.points}
     for q in d.get("pruned") or []:
         params = q.get("params") if isinstance(q, dict) else None

@@ -42,7 +42,10 @@ def check(path: str) -> dict[str, object] | None:
     best = min(truth.values())
     by_pred = sorted(rows, key=lambda r: r["predicted_ms"])
     fastest = min(rows, key=lambda r: r["measured"]["median_ms"])
-    cands = [Candidate(key(r), r["predicted_ms"], "") for r in rows]
+    # the kind measure --budget groups its correction by: the roof the model said binds the
+    # point (`predicted_bound`; bench/corpus/repredict.py wrote it as `bound` before 2026-12-02)
+    cands = [Candidate(key(r), r["predicted_ms"], str(r.get("predicted_bound") or r.get("bound") or ""))
+             for r in rows]
     out: dict[str, object] = {
         "record": Path(path).name, "space": space_of(path),
         "part": "validation" if space_of(path) in VALIDATION else "calibration",

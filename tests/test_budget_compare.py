@@ -108,3 +108,16 @@ def test_kernel_tuner_replays_the_cache(tmp_path: Path) -> None:
     # a budget of the whole space finds the fastest; the same seed repeats its run
     assert bc.kt_search(space, cache, "random_sample", 8, seed=0) == (0.80, 8)
     assert bc.kt_search(space, cache, "bayes_opt", 4, 5) == bc.kt_search(space, cache, "bayes_opt", 4, 5)
+
+
+def test_the_replay_groups_points_by_the_bound_measure_does(tmp_path: Path) -> None:
+    """measure --budget groups its correction by the roof the model said binds a point; the
+    replay reads it from the record (`predicted_bound`, or `bound` in records the corpus's
+    re-prediction wrote before it had that name), so it runs the same search."""
+    p = _record(tmp_path)
+    rec = json.loads(p.read_text())
+    for i, r in enumerate(rec["results"]):
+        r["predicted_bound" if i % 2 else "bound"] = "lsu" if i < 3 else "fp32"
+    p.write_text(json.dumps(rec))
+    space = bc.load_space(str(p))
+    assert [q.kind for q in space.points if not q.pruned] == ["lsu"] * 3 + ["fp32"] * 4

@@ -63,8 +63,8 @@ def tuning_result(r: Ranked, rank: int, t: Timing, verified: bool | None,
     pred = r.prediction.predicted_ms if r.prediction else None
     return {
         "params": dict(r.point.params), "function": r.point.function, "predicted_rank": rank,
-        "predicted_ms": pred, "measured": t,
-        "error": None if pred is None else pred / t["median_ms"] - 1,
+        "predicted_ms": pred, "predicted_bound": r.prediction.bound if r.prediction else None,
+        "measured": t, "error": None if pred is None else pred / t["median_ms"] - 1,
         "verified": verified, "relative_error": relative_error,
         "predicted_active_blocks_per_sm": r.occupancy.active_blocks_per_sm,
         "driver_active_blocks_per_sm": driver_blocks,

@@ -68,7 +68,7 @@ class MeasureRecord(RunEnvironment):
     results: list[MeasureResult]
 
 
-class TuningResult(TypedDict):
+class _TuningFields(TypedDict):
     """One point of a user's tuning space on the GPU."""
 
     params: dict[str, Any]
@@ -83,6 +83,13 @@ class TuningResult(TypedDict):
     driver_active_blocks_per_sm: int
     occupancy_match: bool
     registers_per_thread: int
+
+
+class TuningResult(_TuningFields, total=False):
+    """One point of a user's tuning space on the GPU, and the roof the model said binds it
+    (the kind `measure --budget` groups its correction by; Triton configs have none)."""
+
+    predicted_bound: str | None
 
 
 class TritonResult(TuningResult, total=False):
