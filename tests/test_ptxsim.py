@@ -484,6 +484,30 @@ def test_skip_ahead_finishes_long_loops_exactly(monkeypatch: pytest.MonkeyPatch)
     assert not run_warp(*args).complete
 
 
+
+def test_a_row_off_its_lines_rereads_each_straddled_line_near(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same three passes over a row that starts 68 B into a line (llm.c's softmax at C =
+    50,257: row r starts at r x 201,028 B): each warp load straddles two lines, and the
+    next load reads the second again. Those 2,000 re-reads are near (the load before
+    touched the line: model.reread_miss_bytes leaves them out); the sum pass's re-reads of
+    the max pass's lines stay far, at the row's distance. Skipping ahead counts the same."""
+    from dataclasses import asdict
+
+    from occupancy.tune.ptx_warp import NEAR_REREAD_BYTES
+
+    aligned = run_warp(THREE_PASSES, "passes", [A, B, 32 * 1000 + 17], (32,), (1,), whole=True)
+    args = (THREE_PASSES, "passes", [A, B + 68, 32 * 1000 + 17], (32,), (1,))
+    t = run_warp(*args, whole=True)
+    assert (t.global_loads, t.global_load_lines) == (2002, 4004)
+    assert (aligned.near_reread_lines, t.near_reread_lines) == (0, 2000)
+    assert t.near_reread_distance <= 2000 * NEAR_REREAD_BYTES
+    lines, distance = t.far_rereads
+    assert lines == 1002 and distance / lines > 1000 * 128  # a row's worth of loads between
+    assert aligned.far_rereads[0] == 1001
+    assert asdict(t) == _unskipped(monkeypatch, *args, whole=True)
+
+
 def test_skip_ahead_refuses_what_does_not_move_by_a_fixed_step(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A loop that reads at a squared index, one whose index doubles: no jump, and the

@@ -335,6 +335,38 @@ def test_rereads_that_l1_holds_take_no_round_trip() -> None:
     assert l1_reread_loads(h200, solve(h200, 256, 23, 0, 32), 16384, _traffic(global_loads=8.0)) == 0.0
 
 
+def test_a_reread_of_the_line_just_loaded_never_reaches_dram() -> None:
+    """llm.c's online softmax 8 at 8,192 x 50,257 (a warp per 201 KB row, 64 warps an SM):
+    its rows start off their 128-B lines, so each warp load straddles two and the next load
+    reads the second again. Those near re-reads hit; only the second pass's re-reads of the
+    row miss, which Nsight Compute measured as 2.0x the input read from DRAM, not 2.9x
+    (bench/results/h200-softmax-ncu). And 1 KB a warp fits L2 on every shipped GPU full of
+    warps, the bound under which a re-read counts as near (ptx_warp.NEAR_REREAD_BYTES)."""
+    import glob
+
+    from occupancy.tune.model import reread_miss_bytes
+    from occupancy.tune.ptx_warp import NEAR_REREAD_BYTES
+
+    h200 = load_device("h200")
+    occ = solve(h200, 256, 24, 0, 8)
+    row = 1571  # lines of a 201 KB row
+    far = {"reread_lines": float(row), "reread_distance": row * 201028.0}
+    near = {"near_reread_lines": 2.0 * row, "near_reread_distance": 2.0 * row * 256}
+    both = _traffic(global_loads=3142.0, global_load_lines=3 * row, reread_lines=3.0 * row,
+                    reread_distance=far["reread_distance"] + near["near_reread_distance"],
+                    **near)
+    units = 8192.0
+    misses = reread_miss_bytes(h200, occ, 1024, both, units)
+    assert misses == reread_miss_bytes(h200, occ, 1024, _traffic(**far), units)
+    assert 0.95 * units * row * 128 < misses <= units * row * 128
+    assert reread_miss_bytes(h200, occ, 1024, _traffic(**near, reread_lines=2.0 * row,
+                                                       reread_distance=2.0 * row * 256), units) == 0
+    for path in glob.glob(str(ROOT / "occupancy/profiles/*.yaml")):
+        d = load_device(Path(path).stem)
+        if d.l2_cache_bytes:
+            assert NEAR_REREAD_BYTES * d.max_warps_per_sm * d.sm_count < d.l2_cache_bytes, d.name
+
+
 def test_a_cut_run_still_gives_the_bytes_of_a_warp_load() -> None:
     """A warp run cut at 12,000 steps without declared FLOPs counts no units, but its loop
     iteration still says how wide a warp load is: kernel_tuner's sum_floats over float4

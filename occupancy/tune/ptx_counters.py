@@ -12,10 +12,11 @@ FIELDS = ("steps", "flops", "ffma", "shared_wavefronts", "shared_ideal", "shared
           "global_loads", "global_load_lines", "global_load_sectors", "load_bytes",
           "global_stores", "global_store_lines", "global_store_sectors",
           "partial_store_sectors", "barriers", "load_cover", "covered_loads",
-          "reread_lines", "reread_distance")
+          "reread_lines", "reread_distance", "near_reread_lines", "near_reread_distance")
 COUNTER = {f: i for i, f in enumerate(FIELDS)}  # a counter's place in a run's list of them
-_REUSE = ("reread_lines", "reread_distance")  # the last fields: diagnostics, not work
-assert FIELDS[-len(_REUSE):] == _REUSE
+# the last fields: diagnostics, not work
+REUSE = ("reread_lines", "reread_distance", "near_reread_lines", "near_reread_distance")
+assert FIELDS[-len(REUSE):] == REUSE
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,17 @@ class Traffic:
     # warp loaded and stored in between: their reuse distance in the warp's own stream
     reread_lines: float = 0.0
     reread_distance: float = 0.0
+    # those of them at a reuse distance of at most NEAR_REREAD_BYTES (ptx_warp): a line that
+    # the warp's previous accesses just touched (a row that does not start on a 128-B line
+    # has its loads straddle two lines, the second loaded again by the next load)
+    near_reread_lines: float = 0.0
+    near_reread_distance: float = 0.0
+
+    @property
+    def far_rereads(self) -> tuple[float, float]:
+        """(lines, summed reuse distance) of the re-reads beyond NEAR_REREAD_BYTES."""
+        return (self.reread_lines - self.near_reread_lines,
+                self.reread_distance - self.near_reread_distance)
 
     @property
     def cover(self) -> float:
@@ -94,7 +106,7 @@ def steady(rows: list[list[float]]) -> bool:
         return False
     # (the reuse counters may alternate between iterations, a 64-B tile row re-reading
     # the other half of a line every second k step: they do not make the work differ)
-    work = len(FIELDS) - len(_REUSE)
+    work = len(FIELDS) - len(REUSE)
     d = [[b - a for a, b in zip(rows[i - 1][:work], rows[i][:work], strict=True)]
          for i in (-3, -2, -1)]
     return d[0] == d[1] == d[2] and d[2][COUNTER["flops"]] > 0

@@ -15,6 +15,13 @@ from occupancy.tune.ptx_counters import COUNTER, FIELDS
 from occupancy.tune.ptx_parse import MEM_OPERAND, PTX_TYPES, SHARED_TAG, Insn, Kernel, access_bytes
 
 MAX_ATOMIC_LOG = 1024  # lane atomics whose addresses a run keeps (run_warp's atomic_log)
+# A line the warp loads again after moving at most this many bytes: the previous access
+# just touched it (a row that does not start on a 128-B line has each warp load straddle
+# two lines, the second of them loaded again by the next load: llm.c's softmax at C =
+# 50,257). 1 KB a warp times every warp the GPU can hold is under its L2 on every profile
+# shipped (the tightest, P100 and M2050, at 7/8 of it; tests/test_traffic.py), so such a
+# re-read never goes to DRAM; tune/model.reread_miss_bytes leaves them out.
+NEAR_REREAD_BYTES = 1024
 WARP = 32
 # count_global's arguments: lane addresses, bytes per lane, store, atomic (float or not)
 GlobalAccess = tuple[list[int], int, bool, bool | None]
@@ -234,6 +241,9 @@ class Warp:
                 if seen is not None:
                     c[COUNTER["reread_lines"]] += 1
                     c[COUNTER["reread_distance"]] += self.loaded - seen
+                    if self.loaded - seen <= NEAR_REREAD_BYTES:
+                        c[COUNTER["near_reread_lines"]] += 1
+                        c[COUNTER["near_reread_distance"]] += self.loaded - seen
                 self.line_seen[line] = self.loaded
             self.loaded += 128.0 * len(lines)
         if atomic is not None and len(self.atomic_log) + len(addrs) <= MAX_ATOMIC_LOG:
