@@ -66,6 +66,7 @@ import math
 import os
 import platform
 import random
+import signal
 import statistics
 import sys
 import time
@@ -284,19 +285,44 @@ def strategy_options(strategy: str, budget: int) -> dict[str, Any]:
     return opts
 
 
+# A replayed run takes well under a second; kernel_tuner 1.5's genetic_algorithm never
+# returned on 3 of 20 seeds of the smallest space (SGEMM_CUDA's 1-D blocktiling: 8 valid
+# points among 256 combinations), so a run gets this long and then counts as a run that
+# found nothing (`hung` in the JSON, named under the Markdown table).
+KT_TIMEOUT_S = 20
+
+
+class KtHung(BaseException):
+    """A kernel_tuner run that did not return within KT_TIMEOUT_S (a BaseException, so no
+    `except Exception` inside kernel_tuner swallows it)."""
+
+
+def _hung(signum: int, frame: Any) -> None:
+    raise KtHung
+
+
 def kt_search(space: Space, cachefile: str, strategy: str, budget: int, seed: int) -> tuple[float, int]:
     """One kernel_tuner run in simulation mode: (best time found, distinct points evaluated,
-    failed ones included)."""
+    failed ones included). Raises KtHung past KT_TIMEOUT_S (a SIGALRM: main thread, POSIX)."""
     from kernel_tuner import tune_kernel
 
     _seed(seed)
     restrictions = _restriction(space) if needs_restriction(space) else None
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        results, _env = tune_kernel(
-            space.kernel or "kernel", "", problem_size(space), [], space.values(),
-            restrictions=restrictions, cache=cachefile, simulation_mode=True, strategy=strategy,
-            strategy_options=strategy_options(strategy, budget), quiet=True, verbose=False)
+    old = signal.signal(signal.SIGALRM, _hung)
+    try:
+        try:
+            signal.alarm(KT_TIMEOUT_S)
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                results, _env = tune_kernel(
+                    space.kernel or "kernel", "", problem_size(space), [], space.values(),
+                    restrictions=restrictions, cache=cachefile, simulation_mode=True,
+                    strategy=strategy, strategy_options=strategy_options(strategy, budget),
+                    quiet=True, verbose=False)
+        finally:
+            signal.alarm(0)
+    finally:
+        signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
     times = [r["time"] for r in results
              if "__error__" not in r and isinstance(r.get("time"), (int, float))]
     seen = {space.key(r) for r in results}
@@ -330,16 +356,23 @@ def compare(space: Space, cachefile: str, budgets: Sequence[int], seeds: int,
                          best / fastest, "runs": runs}
         for st in strategies:
             hits, ratios, runs, secs = [], [], [], []
+            hung = 0
             for seed in range(seeds):
                 t0 = time.perf_counter()
-                best, n = kt_search(space, cachefile, st, b, seed)
+                try:
+                    best, n = kt_search(space, cachefile, st, b, seed)
+                    runs.append(n)  # a hung run's points are unknown: left out of the means
+                except KtHung:
+                    best, hung = math.inf, hung + 1
                 secs.append(time.perf_counter() - t0)
                 hits.append(best <= fastest * (1 + tol))
                 ratios.append(best / fastest)
-                runs.append(n)
-            per[st] = {"within": sum(hits) / len(hits), "best_over_fastest_median":
-                       statistics.median(ratios), "runs_max": max(runs),
-                       "runs_mean": statistics.fmean(runs), "seconds": round(sum(secs), 2)}
+            median = statistics.median(ratios)
+            per[st] = {"within": sum(hits) / len(hits),
+                       "best_over_fastest_median": median if math.isfinite(median) else None,
+                       "runs_max": max(runs, default=0),
+                       "runs_mean": statistics.fmean(runs) if runs else 0.0,
+                       "seconds": round(sum(secs), 2), "hung": hung}
         # the reference for the random sampler's seeds: B distinct points drawn uniformly
         # from the space (failed ones included), the chance one is within the tolerance
         near = sum(1 for p in space.timed if p.ms is not None and p.ms <= fastest * (1 + tol))
@@ -427,6 +460,13 @@ def markdown(doc: dict[str, Any]) -> str:
               "ones included); `measure --budget` stops early when no unmeasured point can beat "
               "its best, and kernel_tuner's genetic algorithm can end below its budget (see "
               "bench/budget_compare.py)."]
+    hung = [(Path(r["record"]).name, b, st, r["budgets"][str(b)][st]["hung"]) for r in doc["pairs"]
+            for b in budgets for st in strategies if r["budgets"][str(b)][st].get("hung")]
+    if hung:
+        lines += ["", f"Runs that did not return within {doc['kt_timeout_s']} s, counted as finding "
+                  "nothing (and left out of the points timed): "
+                  + "; ".join(f"{rec} B={b} {LABEL[st]}: {n} of {doc['seeds']} seeds"
+                              for rec, b, st, n in hung) + "."]
     if doc.get("skipped"):
         lines += ["", "Skipped: " + "; ".join(f"{s['record']} ({s['why']})" for s in doc["skipped"])]
     lines += ["", f"kernel_tuner wall time: {doc['kernel_tuner_seconds']:.0f} s "
@@ -493,7 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  for k, v in strategy_options(s, 8).items()} for s in strategies},
         "pairs": rows, "skipped": skipped,
         "totals": totals(rows, budgets, strategies),
-        "kernel_tuner_seconds": round(kt_secs, 1),
+        "kernel_tuner_seconds": round(kt_secs, 1), "kt_timeout_s": KT_TIMEOUT_S,
         "wall_seconds": round(time.perf_counter() - t_start, 1),
     }
     Path(a.json).write_text(json.dumps(doc, indent=1) + "\n")

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +122,31 @@ def test_the_replay_groups_points_by_the_bound_measure_does(tmp_path: Path) -> N
     p.write_text(json.dumps(rec))
     space = bc.load_space(str(p))
     assert [q.kind for q in space.points if not q.pruned] == ["lsu"] * 3 + ["fp32"] * 4
+
+
+def test_a_kernel_tuner_run_that_never_returns_counts_as_finding_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kernel_tuner 1.5's genetic algorithm never returned on some seeds of a space of 8
+    valid points; the comparison gives each run KT_TIMEOUT_S, then counts it as a run that
+    found nothing and names it, instead of hanging. (A stand-in that never returns plays the
+    stuck strategy: this tests the guard, not kernel_tuner.)"""
+    import types
+
+    def stuck(*args: Any, **kwargs: Any) -> Any:
+        while True:
+            time.sleep(0.01)
+
+    import signal
+
+    monkeypatch.setitem(sys.modules, "kernel_tuner", types.SimpleNamespace(tune_kernel=stuck))
+    handler = signal.getsignal(signal.SIGALRM)
+    monkeypatch.setattr(bc, "KT_TIMEOUT_S", 1)
+    monkeypatch.setattr(bc, "_seed", lambda seed: None)  # seeds kernel_tuner's own modules
+    space = bc.load_space(str(_record(tmp_path)))
+    with pytest.raises(bc.KtHung):
+        bc.kt_search(space, str(tmp_path / "kt.json"), "genetic_algorithm", 4, seed=0)
+    row = bc.compare(space, str(tmp_path / "kt.json"), [7], 2, ["genetic_algorithm"], 0.03)
+    ga = row["budgets"]["7"]["genetic_algorithm"]
+    assert ga["hung"] == 2 and ga["within"] == 0.0 and ga["best_over_fastest_median"] is None
+    assert signal.getsignal(signal.SIGALRM) == handler and signal.alarm(0) == 0  # both restored
+    assert row["budgets"]["7"]["model_top"]["within"] == 1.0  # the replay of the model still runs
