@@ -484,7 +484,6 @@ def test_skip_ahead_finishes_long_loops_exactly(monkeypatch: pytest.MonkeyPatch)
     assert not run_warp(*args).complete
 
 
-
 def test_a_row_off_its_lines_rereads_each_straddled_line_near(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The same three passes over a row that starts 68 B into a line (llm.c's softmax at C =

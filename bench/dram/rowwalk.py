@@ -2,7 +2,8 @@
 of REPS runs after 3 warm-ups, each output checked against NumPy in float64 on sampled rows).
 Prints one line per point: kernel, MODE, U, block, N, C, median us, the bytes the kernel must
 move (MODE 0: 1x, 1: 3x, 2: 2x the array) over the time in TB/s, the resident warps per SM.
-`--once`: launches every point once, untimed (for Nsight Compute's byte counts).
+`--once`: launches every point once, untimed (for Nsight Compute's byte counts); `--table
+CSV`: the table of those counts from ncu's CSV (run.sh writes both).
 Usage: python bench/dram/rowwalk.py [--once] > rowwalk.txt"""
 
 from __future__ import annotations
@@ -10,8 +11,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import cupy as cp
 import numpy as np
+
+try:
+    import cupy as cp
+except ImportError:  # --table needs neither a GPU nor CuPy
+    cp = None
 
 REPS = 10
 SIZES = ((16384, 4096), (8192, 50257))
@@ -47,7 +52,7 @@ def main() -> None:
             out.fill(np.nan)
             k(grid, (block,), args)
             cp.cuda.runtime.deviceSynchronize()
-            ok = check(kind, mode, host, out)
+            ok = check(kind, mode, host, out, grid[0] * block)
             if once:
                 print(f"{kind} {mode} {u} {block} {n_rows} {c} check={ok}", flush=True)
                 continue
@@ -70,14 +75,17 @@ def main() -> None:
         del inp, out
 
 
-def check(kind: str, mode: int, host: np.ndarray, out: cp.ndarray) -> str:
-    """The output on 8 sampled rows against NumPy in float64 (every element written)."""
+def check(kind: str, mode: int, host: np.ndarray, out: cp.ndarray, threads: int) -> str:
+    """The output on 8 sampled rows against NumPy in float64 (every element written); a
+    stream that only reads writes one sum a thread (`threads` of them), checked for being
+    written: "sum". (The record's run looked at the sampled rows there instead, which the
+    kernel does not write, and printed "unwritten".)"""
+    if kind == "stream" and mode == 0:
+        return "sum" if bool(cp.isfinite(out.ravel()[:threads]).all()) else "unwritten"
     n_rows, c = host.shape
     rows = np.linspace(0, n_rows - 1, 8).astype(int)
     got = cp.asnumpy(out[rows]).astype(np.float64)
     x = host[rows].astype(np.float64)
-    if kind == "stream" and mode == 0:
-        return "sum" if np.isfinite(got[:, :32]).all() else "unwritten"
     if mode == 0:
         lanes = np.stack([x[:, j::32].sum(axis=1) for j in range(32)], axis=1)
         ref, got = lanes, got[:, :32]
@@ -92,5 +100,29 @@ def check(kind: str, mode: int, host: np.ndarray, out: cp.ndarray) -> str:
     return "ok" if err < 1e-4 else f"bad({err:.1e})"
 
 
+def ncu_table(csv_path: str, labels_path: str) -> None:
+    """`--table CSV`: the bytes Nsight Compute counted per point (ncu-table.txt) from its CSV;
+    the points, in launch order, are the `--once` run's lines in the same file."""
+    import csv
+    import io
+
+    text = Path(csv_path).read_text().splitlines()
+    labels = [x for x in Path(labels_path).read_text().splitlines() if x.startswith(("walk", "stream"))]
+    rows = list(csv.DictReader(io.StringIO("\n".join(x for x in text if x.startswith('"')))))
+    vals: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r["Kernel Name"].startswith(("void walk", "void stream")):
+            vals.setdefault(r["ID"], {})[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
+    for label, v in zip(labels, vals.values(), strict=True):
+        kind, mode, u, block, n, c = label.split()[:6]
+        base = int(n) * int(c) * 4
+        rd, wr, t = v["dram__bytes_read.sum"], v["dram__bytes_write.sum"], v["gpu__time_duration.sum"]
+        print(f"{kind:6s} m{mode} U{u} b{block:>4s} {n:>5s}x{c:<5s} read {rd / base:5.2f}x write "
+              f"{wr / base:5.2f}x  {t / 1e3:8.1f} us {(rd + wr) / t / 1e3:5.2f} TB/s")
+
+
 if __name__ == "__main__":
-    main()
+    if "--table" in sys.argv:
+        ncu_table(sys.argv[sys.argv.index("--table") + 1], sys.argv[sys.argv.index("--table") + 1])
+    else:
+        main()

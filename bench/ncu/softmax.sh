@@ -6,7 +6,8 @@
 # no longer holds: tune/model.reread_miss_bytes), and the bandwidth reached. `measure`
 # launches every block size (verified against kernel 1); ncu profiles each launch of the
 # three kernels, with its caches flushed before each (its default). Writes
-# $OUT/softmax-ncu.csv, $OUT/measure-*.json and prints the table.
+# $OUT/ncu-KERNEL-N-C.csv, $OUT/measure-KERNEL-N-C.json (their times were taken under the
+# profiler) and $OUT/table.txt, the medians over each point's launches.
 set -u
 cd "$(dirname "$0")"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > $OUT/device.txt
@@ -23,20 +24,14 @@ for k in softmax_forward_kernel4 softmax_forward_kernel7 softmax_forward_online_
     echo "$k $1 $2 exit $?"; tail -2 $OUT/ncu-$k-$1-$2.err
   done
 done
-python3 - "$OUT" <<'PY'
-import csv, glob, io, json, statistics, sys
+python3 - "$OUT" <<'PY' | tee $OUT/table.txt
+import csv, glob, io, statistics, sys
 out = sys.argv[1]
-print(f"{'kernel':34s} {'N':>5s} {'C':>6s} {'block':>5s} {'ms':>7s} {'read GB':>8s} {'write GB':>8s} {'x N*C*4':>7s} {'TB/s':>5s} {'L2 hit':>6s} {'dram%':>5s} {'meas ms':>7s} {'pred ms':>7s}")
+print(f"{'kernel':34s} {'N':>5s} {'C':>6s} {'block':>5s} {'ms':>7s} {'read GB':>8s} {'write GB':>8s} {'x N*C*4':>7s} {'TB/s':>5s} {'L2 hit':>6s} {'dram%':>5s}")
 for f in sorted(glob.glob(f"{out}/ncu-*.csv")):
-    tag = f.split("/ncu-")[1][:-4]
-    k, n, c = tag.rsplit("-", 2)
-    lines = [x for x in open(f).read().splitlines() if x.startswith('"')]
-    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
-    rec = json.load(open(f"{out}/measure-{tag}.json"))
-    meas = {r["params"]["block_size"]: r for r in rec["results"]}
-    # launches in order: measure times the points by predicted rank; ncu's rows carry the
-    # launch's block size
-    vals = {}
+    k, n, c = f.split("/ncu-")[1][:-4].rsplit("-", 2)
+    rows = list(csv.DictReader(io.StringIO("\n".join(x for x in open(f).read().splitlines() if x.startswith('"')))))
+    vals = {}  # per block size (ncu's "(256, 1, 1)"), each metric over the point's launches
     for r in rows:
         b = int(r["Block Size"].strip("()").split(",")[0])
         vals.setdefault(b, {}).setdefault(r["Metric Name"], []).append(float(r["Metric Value"].replace(",", "")))
@@ -44,7 +39,6 @@ for f in sorted(glob.glob(f"{out}/ncu-*.csv")):
     for b in sorted(vals):
         v = {m: statistics.median(x) for m, x in vals[b].items()}
         rd, wr, t = v["dram__bytes_read.sum"], v["dram__bytes_write.sum"], v["gpu__time_duration.sum"]
-        m = meas.get(b)
-        print(f"{k:34s} {n:>5s} {c:>6s} {b:5d} {t*1e-6:7.3f} {rd/1e9:8.3f} {wr/1e9:8.3f} {(rd+wr)/base:7.2f} {(rd+wr)/t/1e3:5.2f} {v['lts__t_sector_hit_rate.pct']:6.1f} {v['dram__throughput.avg.pct_of_peak_sustained_elapsed']:5.1f} "
-              f"{m['measured']['median_ms'] if m else float('nan'):7.3f} {m['predicted_ms'] if m else float('nan'):7.3f}")
+        print(f"{k:34s} {n:>5s} {c:>6s} {b:5d} {t*1e-6:7.3f} {rd/1e9:8.3f} {wr/1e9:8.3f} {(rd+wr)/base:7.2f} {(rd+wr)/t/1e3:5.2f} "
+              f"{v['lts__t_sector_hit_rate.pct']:6.1f} {v['dram__throughput.avg.pct_of_peak_sustained_elapsed']:5.1f}")
 PY

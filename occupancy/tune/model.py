@@ -204,10 +204,10 @@ def reread_miss_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int, traff
     this one did (its reuse distance), so the re-read hits only while that footprint fits
     in L2: the same 1 - L2 / footprint as the shipped matmul's panels. llm.c's online
     softmax at 16,384 x 4,096 (a warp per 16 KB row, 64 warps per SM): 138 MB between the
-    two passes, far over the H200's 50 MB: both read DRAM. A line loaded again right after
+    two passes, far over the H200's 60 MB: both read DRAM. A line loaded again right after
     the warp loaded it (ptxsim's near re-reads: a row that does not start on a 128-B line
     has each load straddle two lines) hits and is left out: counted, the same softmax at C
-    = 50,257 read 3.9x its input from DRAM where Nsight Compute measured 3.0x
+    = 50,257 read 2.9x its input from DRAM where Nsight Compute measured 2.0x
     (bench/results/h200-softmax-ncu)."""
     lines, distance = traffic.far_rereads
     if lines <= 0 or not dev.l2_cache_bytes:

@@ -19,7 +19,7 @@ MAX_ATOMIC_LOG = 1024  # lane atomics whose addresses a run keeps (run_warp's at
 # just touched it (a row that does not start on a 128-B line has each warp load straddle
 # two lines, the second of them loaded again by the next load: llm.c's softmax at C =
 # 50,257). 1 KB a warp times every warp the GPU can hold is under its L2 on every profile
-# shipped (the tightest, P100 and M2050, at 7/8 of it; tests/test_traffic.py), so such a
+# shipped (the tightest, P100 and M2050, at 7/8 of it; tests/test_tile.py), so such a
 # re-read never goes to DRAM; tune/model.reread_miss_bytes leaves them out.
 NEAR_REREAD_BYTES = 1024
 WARP = 32
