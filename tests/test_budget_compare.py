@@ -130,13 +130,12 @@ def test_a_kernel_tuner_run_that_never_returns_counts_as_finding_nothing(
     valid points; the comparison gives each run KT_TIMEOUT_S, then counts it as a run that
     found nothing and names it, instead of hanging. (A stand-in that never returns plays the
     stuck strategy: this tests the guard, not kernel_tuner.)"""
+    import signal
     import types
 
     def stuck(*args: Any, **kwargs: Any) -> Any:
         while True:
             time.sleep(0.01)
-
-    import signal
 
     monkeypatch.setitem(sys.modules, "kernel_tuner", types.SimpleNamespace(tune_kernel=stuck))
     handler = signal.getsignal(signal.SIGALRM)

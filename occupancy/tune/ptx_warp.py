@@ -20,7 +20,9 @@ MAX_ATOMIC_LOG = 1024  # lane atomics whose addresses a run keeps (run_warp's at
 # two lines, the second of them loaded again by the next load: llm.c's softmax at C =
 # 50,257). 1 KB a warp times every warp the GPU can hold is under its L2 on every profile
 # shipped (the tightest, P100 and M2050, at 7/8 of it; tests/test_tile.py), so such a
-# re-read never goes to DRAM; tune/model.reread_miss_bytes leaves them out.
+# re-read never goes to DRAM; tune/model.reread_miss_bytes leaves them out. A re-read a
+# little further apart (a float4 walk over two rows off their lines, 1,280 B) still counts
+# as far: 1 KB is the bound every profile holds, not each GPU's own.
 NEAR_REREAD_BYTES = 1024
 WARP = 32
 # count_global's arguments: lane addresses, bytes per lane, store, atomic (float or not)
