@@ -511,6 +511,49 @@ def test_sass_hottest_loop_skips_out_of_line_fallbacks() -> None:
     assert dict(sass_loop_mix(looped)["_Z1kPfS_j"])["total"] == 3
 
 
+def test_sass_other_passes_count_their_own_waits() -> None:
+    """llm.c's online softmax 8 as ptxas builds it (sm_90, bench/results/h200-softmax-ncu):
+    the first pass (the hottest loop, with its exp chain) issues four loads and then waits
+    once; the second loads, computes and stores each element before the next load (its
+    pointers are not __restrict__), four waits for four loads; a rolled loop of one load is
+    a remainder, left to the hottest loop's count. Only the second is another pass."""
+    from occupancy.build.binaries import sass_loop_mix
+
+    sass = """
+.text._Z1kPfS_j:
+.L_x_6:
+        /*0000*/                   LDG.E R8, desc[UR4][R10.64] ;
+        /*0010*/                   LDG.E R13, desc[UR4][R10.64+0x80] ;
+        /*0020*/                   LDG.E R15, desc[UR4][R10.64+0x100] ;
+        /*0030*/                   LDG.E R6, desc[UR4][R10.64+0x180] ;
+        /*0040*/                   FFMA R9, R8, R13, R9 ;
+        /*0050*/                   FFMA R9, R15, R6, R9 ;
+        /*0060*/              @!P1 BRA `(.L_x_6) ;
+.L_x_10:
+        /*0070*/                   LDG.E R8, desc[UR4][R8.64] ;
+        /*0080*/                   FADD R13, R8, R6 ;
+        /*0090*/               @P1 BRA `(.L_x_10) ;
+.L_x_11:
+        /*00a0*/                   LDG.E R8, desc[UR4][R4.64] ;
+        /*00b0*/                   FMUL R11, R8, R10 ;
+        /*00c0*/                   STG.E desc[UR4][R2.64], R11 ;
+        /*00d0*/                   LDG.E R12, desc[UR4][R4.64+0x80] ;
+        /*00e0*/                   FMUL R13, R12, R10 ;
+        /*00f0*/                   STG.E desc[UR4][R2.64+0x80], R13 ;
+        /*0100*/                   LDG.E R14, desc[UR4][R4.64+0x100] ;
+        /*0110*/                   FMUL R15, R14, R10 ;
+        /*0120*/                   STG.E desc[UR4][R2.64+0x100], R15 ;
+        /*0130*/                   LDG.E R16, desc[UR4][R4.64+0x180] ;
+        /*0140*/                   FMUL R17, R16, R10 ;
+        /*0150*/                   STG.E desc[UR4][R2.64+0x180], R17 ;
+        /*0160*/              @!P0 BRA `(.L_x_11) ;
+        /*0170*/                   EXIT ;
+"""
+    mix = dict(sass_loop_mix(sass)["_Z1kPfS_j"])
+    assert (mix["ldg"], mix["ldg_batches"]) == (4, 1)  # the hottest: the FFMA loop
+    assert (mix["pass_ldg"], mix["pass_ldg_batches"]) == (4, 4)
+
+
 @pytest.mark.slow
 def test_a_division_in_the_loop_does_not_shorten_its_trip_count(tmp_path: Path) -> None:
     """Two loops doing one multiply-add of declared work per element, one of them with an

@@ -322,8 +322,14 @@ COUNTED_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ld
 # `inner_*`: the part of the body that lies in loops nested inside it with FFMAs (a k loop
 # ptxas kept rolled inside the tile loop): those instructions run once per iteration of
 # the inner loop, not of the body (model.unit_mix scales them)
+# `pass_ldg`, `pass_ldg_batches`: the global loads, and the waits for them, of one iteration
+# of each other loop that loads, unrolled (2+ loads), outside the hottest one and not around
+# it: a row kernel's other passes (llm.c's online softmax: its first pass issues 4 loads
+# together, its second loads, computes and stores each element before the next load). A
+# rolled loop of one load is the hottest loop's remainder, which model._loads_per_batch
+# takes as such.
 MIX_KEYS = (*COUNTED_KEYS, "loop", "ldg_batches", "ldg_cover",
-            *(f"inner_{k}" for k in COUNTED_KEYS))
+            *(f"inner_{k}" for k in COUNTED_KEYS), "pass_ldg", "pass_ldg_batches")
 # An IEEE-rounded float division (`a / b` without --use_fast_math) is expanded by ptxas into
 # MUFU.RCP, an FCHK that sends special operands to a slow-path subroutine, and five FFMAs
 # (two Newton steps on the reciprocal, the quotient, its residual and the corrected
@@ -427,6 +433,9 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
         mix = dict.fromkeys(MIX_KEYS, 0)
         mix["loop"] = int(bool(loops))
         mix["ldg_batches"], mix["ldg_cover"] = _load_batches(body)
+        for other in _other_passes(body, loops):
+            mix["pass_ldg"] += sum(i[1] in ("LDG", "LD") for i in other)
+            mix["pass_ldg_batches"] += _load_batches(other)[0]
         mix.update(_counts(body))
         mix["warp_wait"] = _lone_warp_wait(body, cyclic=bool(loops))
         nested = {i[0] for b in _nested_ffma_loops(body, loops) for i in b}
@@ -494,6 +503,17 @@ def _lone_warp_wait(body: Sequence[_Insn], cyclic: bool) -> int:
                 ready.update(dict.fromkeys(writes, t - 1 + ALU_RESULT_CLOCKS))
     passed = t - starts[-1]
     return max(0, passed - len(decoded))
+
+
+def _other_passes(body: list[_Insn], loops: list[list[_Insn]]) -> list[list[_Insn]]:
+    """The loops that load 2+ times an iteration apart from the hottest one (`body`): not
+    inside it, not around it, and not around another such loop (the innermost counts)."""
+    def inside(a: list[_Insn], b: list[_Insn]) -> bool:  # a within b
+        return b[0][0] <= a[0][0] and a[-1][0] <= b[-1][0]
+    loading = [b for b in loops if sum(i[1] in ("LDG", "LD") for i in b) >= 2
+               and not inside(b, body) and not inside(body, b)]
+    unique = {(b[0][0], b[-1][0]): b for b in loading}.values()
+    return [b for b in unique if not any(o is not b and inside(o, b) for o in unique)]
 
 
 def _nested_ffma_loops(body: list[_Insn], loops: list[list[_Insn]]) -> list[list[_Insn]]:

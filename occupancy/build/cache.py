@@ -28,8 +28,9 @@ CACHE_FORMAT = 9  # what a cache entry holds; bump when KernelResources gains a 
 # changes. An entry with an older one is read again from its cached cubin, not recompiled.
 # (1, written `true`: up to CACHE_FORMAT 9; 2: the counts of the FFMA loops nested in the
 # hottest loop apart, `inner_*`; 3: and a lone warp's wait for its shared loads, `lds_wait`;
-# 4: `warp_wait`, that wait with the arithmetic results' too.)
-MIX_FORMAT = 4
+# 4: `warp_wait`, that wait with the arithmetic results' too; 5: the other passes' loads and
+# waits, `pass_ldg*`.)
+MIX_FORMAT = 5
 
 def cache_dir() -> Path:
     base = os.environ.get("OCCUPANCY_CACHE_DIR") or os.path.join(
