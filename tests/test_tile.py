@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -305,12 +306,14 @@ def test_a_warp_that_never_fills_the_unrolled_loop_waits_per_load() -> None:
     assert _loads_per_batch(mix, _traffic(global_loads=16.0)) == 8.0
     assert _loads_per_batch(mix, _traffic(global_loads=20.0)) == pytest.approx(20 / 6)
     assert _loads_per_batch({"ldg": 8, "ldg_batches": 2}, _traffic(global_loads=16.0)) == 4.0
-    # a warp run to its end also runs the kernel's other passes, an iteration each per
-    # iteration of the hottest loop: llm.c's online softmax, 4 + 4 loads in 1 + 4 waits
-    online = {"ldg": 4, "ldg_batches": 1, "pass_ldg": 4, "pass_ldg_batches": 4}
+    # a warp run to its end also walks its row in the kernel's other passes that wait for
+    # each load: llm.c's online softmax, 2 loads an element in 1/4 + 1 waits; a cut run (an
+    # iteration of the hottest loop) is that loop's alone
+    online = {"ldg": 4, "ldg_batches": 1, "pass_loops": 1}
     assert _loads_per_batch(online, _traffic(global_loads=256.0)) == pytest.approx(8 / 5)
-    assert _loads_per_batch({**online, "pass_ldg": 0, "pass_ldg_batches": 0},
-                            _traffic(global_loads=256.0)) == 4.0
+    assert _loads_per_batch({**online, "pass_loops": 0}, _traffic(global_loads=256.0)) == 4.0
+    cut = dataclasses.replace(_traffic(global_loads=4.0), complete=False)
+    assert _loads_per_batch(online, cut) == 4.0
 
 
 def test_a_stream_that_only_reads_reaches_more_of_dram() -> None:

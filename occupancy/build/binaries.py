@@ -322,14 +322,15 @@ COUNTED_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ld
 # `inner_*`: the part of the body that lies in loops nested inside it with FFMAs (a k loop
 # ptxas kept rolled inside the tile loop): those instructions run once per iteration of
 # the inner loop, not of the body (model.unit_mix scales them)
-# `pass_ldg`, `pass_ldg_batches`: the global loads, and the waits for them, of one iteration
-# of each other loop that loads, unrolled (2+ loads), outside the hottest one and not around
-# it: a row kernel's other passes (llm.c's online softmax: its first pass issues 4 loads
-# together, its second loads, computes and stores each element before the next load). A
-# rolled loop of one load is the hottest loop's remainder, which model._loads_per_batch
-# takes as such.
+# `pass_loops`: the kernel's other loops that load one element at a time although unrolled
+# (2+ loads an iteration, a wait for each: a store or a dependence between them), outside the
+# hottest loop and not around it: a row kernel's other passes (llm.c's online softmax: its
+# first pass issues 4 loads together, its second loads, computes and stores each element
+# before the next load, its pointers not __restrict__). Loops that batch their loads are
+# left to the hottest loop's count (llm.c's layernorm 3: three passes, each one wait an
+# iteration), as is a rolled loop of one load, the hottest loop's remainder.
 MIX_KEYS = (*COUNTED_KEYS, "loop", "ldg_batches", "ldg_cover",
-            *(f"inner_{k}" for k in COUNTED_KEYS), "pass_ldg", "pass_ldg_batches")
+            *(f"inner_{k}" for k in COUNTED_KEYS), "pass_loops")
 # An IEEE-rounded float division (`a / b` without --use_fast_math) is expanded by ptxas into
 # MUFU.RCP, an FCHK that sends special operands to a slow-path subroutine, and five FFMAs
 # (two Newton steps on the reciprocal, the quotient, its residual and the corrected
@@ -433,9 +434,9 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
         mix = dict.fromkeys(MIX_KEYS, 0)
         mix["loop"] = int(bool(loops))
         mix["ldg_batches"], mix["ldg_cover"] = _load_batches(body)
-        for other in _other_passes(body, loops):
-            mix["pass_ldg"] += sum(i[1] in ("LDG", "LD") for i in other)
-            mix["pass_ldg_batches"] += _load_batches(other)[0]
+        mix["pass_loops"] = sum(
+            _load_batches(other)[0] >= sum(i[1] in ("LDG", "LD") for i in other)
+            for other in _other_passes(body, loops))
         mix.update(_counts(body))
         mix["warp_wait"] = _lone_warp_wait(body, cyclic=bool(loops))
         nested = {i[0] for b in _nested_ffma_loops(body, loops) for i in b}

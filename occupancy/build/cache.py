@@ -29,8 +29,9 @@ CACHE_FORMAT = 9  # what a cache entry holds; bump when KernelResources gains a 
 # (1, written `true`: up to CACHE_FORMAT 9; 2: the counts of the FFMA loops nested in the
 # hottest loop apart, `inner_*`; 3: and a lone warp's wait for its shared loads, `lds_wait`;
 # 4: `warp_wait`, that wait with the arithmetic results' too; 5: the other passes' loads and
-# waits, `pass_ldg*`.)
-MIX_FORMAT = 5
+# waits, `pass_ldg*` (one commit); 6: instead, the other passes that wait for each load,
+# `pass_loops`.)
+MIX_FORMAT = 6
 
 def cache_dir() -> Path:
     base = os.environ.get("OCCUPANCY_CACHE_DIR") or os.path.join(

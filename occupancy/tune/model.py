@@ -141,21 +141,22 @@ class Prediction:
 def _loads_per_batch(mix: dict[str, int], traffic: Traffic) -> float:
     """Global loads a warp issues before it waits for one: the SASS's batches of its hottest
     loop, else (no loads there) all the loads of its run at once. A warp followed to its end
-    also runs the kernel's other unrolled loops that load (`pass_ldg*`: a row kernel's other
-    passes over its row), an iteration of each per iteration of the hottest: llm.c's online
-    softmax batches 4 loads in its first pass and 1 in its second (4 + 4 loads in 1 + 4
-    waits), and Nsight Compute found its warps waiting on loads (bench/results/
-    h200-softmax-ncu, stalls)."""
+    also walks its row in the kernel's other passes that wait for each load (`pass_loops`),
+    as many loads each as the hottest loop's pass: llm.c's online softmax batches 4 loads in
+    its first pass and waits for each in its second, 2 loads an element in 1/4 + 1 waits
+    (1.6 a wait, not 4), and Nsight Compute found its warps waiting on loads
+    (bench/results/h200-softmax-ncu, stalls)."""
     if mix.get("ldg"):
         batches = max(mix.get("ldg_batches", 1), 1)
         if traffic.complete and traffic.global_loads:
-            # a warp followed to its end runs as many passes of those loops as its loads
-            # fill; the loads left over go through the compiler's remainder code (the rolled
-            # loop an unroll leaves for the last iterations), one round trip each
-            ldg = mix["ldg"] + mix.get("pass_ldg", 0)
-            batches += mix.get("pass_ldg_batches", 0)
-            passes = math.floor(traffic.global_loads / ldg)
-            rest = traffic.global_loads - passes * ldg
+            if mix.get("pass_loops"):
+                k = mix["pass_loops"]
+                return (1 + k) / (batches / mix["ldg"] + k)
+            # a warp followed to its end runs as many passes of that loop as its loads fill;
+            # the loads left over go through the compiler's remainder code (the rolled loop
+            # an unroll leaves for the last iterations), one round trip each
+            passes = math.floor(traffic.global_loads / mix["ldg"])
+            rest = traffic.global_loads - passes * mix["ldg"]
             return traffic.global_loads / max(passes * batches + rest, 1.0)
         return mix["ldg"] / batches
     return traffic.global_loads
