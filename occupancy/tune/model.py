@@ -149,15 +149,15 @@ def _loads_per_batch(mix: dict[str, int], traffic: Traffic) -> float:
     if mix.get("ldg"):
         batches = max(mix.get("ldg_batches", 1), 1)
         if traffic.complete and traffic.global_loads:
-            if mix.get("pass_loops"):
-                k = mix["pass_loops"]
-                return (1 + k) / (batches / mix["ldg"] + k)
-            # a warp followed to its end runs as many passes of that loop as its loads fill;
-            # the loads left over go through the compiler's remainder code (the rolled loop
-            # an unroll leaves for the last iterations), one round trip each
-            passes = math.floor(traffic.global_loads / mix["ldg"])
-            rest = traffic.global_loads - passes * mix["ldg"]
-            return traffic.global_loads / max(passes * batches + rest, 1.0)
+            # a warp followed to its end runs as many passes of that loop as its share of the
+            # loads fills; the loads left over go through the compiler's remainder code (the
+            # rolled loop an unroll leaves for the last iterations), one round trip each; the
+            # other passes that wait for each load (`pass_loops`) take as many loads each
+            k = mix.get("pass_loops", 0)
+            share = traffic.global_loads / (1 + k)
+            passes = math.floor(share / mix["ldg"])
+            rest = share - passes * mix["ldg"]
+            return traffic.global_loads / max(passes * batches + rest + k * share, 1.0)
         return mix["ldg"] / batches
     return traffic.global_loads
 
