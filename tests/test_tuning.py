@@ -555,11 +555,23 @@ def test_sass_other_passes_count_their_own_waits() -> None:
     assert mix["pass_loops"] == 1
     # a pass that batches its loads (llm.c's layernorm 3: each pass one wait an iteration)
     # is left to the hottest loop's count
-    batched = sass.replace("        /*00c0*/                   STG.E desc[UR4][R2.64], R11 ;\n", "")
-    batched = batched.replace("FMUL R11, R8, R10", "FMUL R11, R30, R10")
-    for a, b in (("R13, R12, R10", "R13, R31, R10"), ("R15, R14, R10", "R15, R32, R10"),
-                 ("R17, R16, R10", "R17, R33, R10")):
-        batched = batched.replace(a, b)
+    second = sass[sass.index(".L_x_11:"):sass.index("        /*0170*/")]
+    batched = sass.replace(second, """.L_x_11:
+        /*00a0*/                   LDG.E R8, desc[UR4][R4.64] ;
+        /*00b0*/                   LDG.E R12, desc[UR4][R4.64+0x80] ;
+        /*00c0*/                   LDG.E R14, desc[UR4][R4.64+0x100] ;
+        /*00d0*/                   LDG.E R16, desc[UR4][R4.64+0x180] ;
+        /*00e0*/                   FMUL R11, R8, R10 ;
+        /*00f0*/                   FMUL R13, R12, R10 ;
+        /*0100*/                   FMUL R15, R14, R10 ;
+        /*0110*/                   FMUL R17, R16, R10 ;
+        /*0120*/                   STG.E desc[UR4][R2.64], R11 ;
+        /*0130*/                   STG.E desc[UR4][R2.64+0x80], R13 ;
+        /*0140*/                   STG.E desc[UR4][R2.64+0x100], R15 ;
+        /*0150*/                   STG.E desc[UR4][R2.64+0x180], R17 ;
+        /*0160*/              @!P0 BRA `(.L_x_11) ;
+""")
+    assert batched != sass
     assert dict(sass_loop_mix(batched)["_Z1kPfS_j"])["pass_loops"] == 0
 
 

@@ -434,9 +434,8 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
         mix = dict.fromkeys(MIX_KEYS, 0)
         mix["loop"] = int(bool(loops))
         mix["ldg_batches"], mix["ldg_cover"] = _load_batches(body)
-        mix["pass_loops"] = sum(
-            _load_batches(other)[0] >= sum(i[1] in ("LDG", "LD") for i in other)
-            for other in _other_passes(body, loops))
+        mix["pass_loops"] = sum(_load_batches(other)[0] >= _loads(other)
+                                for other in _other_passes(body, loops))
         mix.update(_counts(body))
         mix["warp_wait"] = _lone_warp_wait(body, cyclic=bool(loops))
         nested = {i[0] for b in _nested_ffma_loops(body, loops) for i in b}
@@ -506,15 +505,18 @@ def _lone_warp_wait(body: Sequence[_Insn], cyclic: bool) -> int:
     return max(0, passed - len(decoded))
 
 
+def _loads(body: Sequence[_Insn]) -> int:
+    """The global loads among these instructions."""
+    return sum(i[1] in ("LDG", "LD") for i in body)
+
+
 def _other_passes(body: list[_Insn], loops: list[list[_Insn]]) -> list[list[_Insn]]:
     """The loops that load 2+ times an iteration apart from the hottest one (`body`): not
     inside it, not around it, and not around another such loop (the innermost counts)."""
     def inside(a: list[_Insn], b: list[_Insn]) -> bool:  # a within b
         return b[0][0] <= a[0][0] and a[-1][0] <= b[-1][0]
-    loading = [b for b in loops if sum(i[1] in ("LDG", "LD") for i in b) >= 2
-               and not inside(b, body) and not inside(body, b)]
-    unique = {(b[0][0], b[-1][0]): b for b in loading}.values()
-    return [b for b in unique if not any(o is not b and inside(o, b) for o in unique)]
+    loading = [b for b in loops if _loads(b) >= 2 and not inside(b, body) and not inside(body, b)]
+    return [b for b in loading if not any(o is not b and inside(o, b) for o in loading)]
 
 
 def _nested_ffma_loops(body: list[_Insn], loops: list[list[_Insn]]) -> list[list[_Insn]]:
