@@ -329,8 +329,14 @@ COUNTED_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ld
 # before the next load, its pointers not __restrict__). Loops that batch their loads are
 # left to the hottest loop's count (llm.c's layernorm 3: three passes, each one wait an
 # iteration), as is a rolled loop of one load, the hottest loop's remainder.
+# `wide_lds`, `wide_sts`: the function's 64- and 128-bit shared loads and stores, anywhere
+# in it. ptxas merges scalar shared accesses at [r], [r+4], ... into one only where it
+# proves r aligned; where the SASS has none, it merged none, and ptxsim counts each scalar
+# access as issued (tune/traffic.py). flash-attention-minimal's Qi[tx * d + x] with a
+# runtime d: every lane on one bank, 32 wavefronts a scalar LDS, where a merged LDS.128
+# would take 32 for four.
 MIX_KEYS = (*COUNTED_KEYS, "loop", "ldg_batches", "ldg_cover",
-            *(f"inner_{k}" for k in COUNTED_KEYS), "pass_loops")
+            *(f"inner_{k}" for k in COUNTED_KEYS), "pass_loops", "wide_lds", "wide_sts")
 # An IEEE-rounded float division (`a / b` without --use_fast_math) is expanded by ptxas into
 # MUFU.RCP, an FCHK that sends special operands to a slow-path subroutine, and five FFMAs
 # (two Newton steps on the reciprocal, the quotient, its residual and the corrected
@@ -438,6 +444,8 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
                                 for other in _other_passes(body, loops))
         mix.update(_counts(body))
         mix["warp_wait"] = _lone_warp_wait(body, cyclic=bool(loops))
+        for key, ops in (("wide_lds", ("LDS",)), ("wide_sts", ("STS",))):
+            mix[key] = sum(op in ops and _width(suffix) > 1 for _, op, suffix, _, _ in insns)
         nested = {i[0] for b in _nested_ffma_loops(body, loops) for i in b}
         inner = [i for i in body if i[0] in nested]
         mix.update({f"inner_{k}": v for k, v in _counts(inner).items()})

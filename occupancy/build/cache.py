@@ -30,8 +30,9 @@ CACHE_FORMAT = 9  # what a cache entry holds; bump when KernelResources gains a 
 # hottest loop apart, `inner_*`; 3: and a lone warp's wait for its shared loads, `lds_wait`;
 # 4: `warp_wait`, that wait with the arithmetic results' too; 5: the other passes' loads and
 # waits, `pass_ldg*` (one commit); 6: instead, the other passes that wait for each load,
-# `pass_loops`.)
-MIX_FORMAT = 6
+# `pass_loops`; 7: and the function's wide shared accesses, `wide_lds` and `wide_sts`.)
+MIX_FORMAT = 7
+
 
 def cache_dir() -> Path:
     base = os.environ.get("OCCUPANCY_CACHE_DIR") or os.path.join(

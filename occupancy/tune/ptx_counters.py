@@ -134,9 +134,15 @@ def loop_unit(counters: list[float], finished: bool, snaps: dict[int, list[list[
             # several also holds the enclosing loop's work between its runs)
             ffma = min(b[COUNTER["ffma"]] - a[COUNTER["ffma"]]
                        for a, b in zip(rows, rows[1:], strict=False))
-            per_loop.append((spans[tgt] - tgt, [x / iters for x in delta], iters, ffma))
+            per_loop.append((spans[tgt] - tgt, [x / iters for x in delta], iters, ffma, tgt))
     fp = [x for x in per_loop if x[1][COUNTER["flops"]] > 0]
     inner = min(fp, key=lambda x: x[0])[3] if fp else 0.0
     if not finished and per_loop:
-        unit = max(fp or per_loop, key=lambda x: (x[0], x[1][COUNTER["flops"]] * x[2]))[1]
+        top = max(fp or per_loop, key=lambda x: (x[0], x[1][COUNTER["flops"]] * x[2]))
+        unit = top[1]
+        if any(not top[4] <= x[4] <= spans[top[4]] for x in fp):
+            # FP loops side by side (successive phases of a loop that did not repeat before
+            # the cut: flash attention's S = QK^T, then P V, at 33 and 9 wavefronts an FFMA
+            # with Bc = 16): no one iteration stands for the work; the run so far does
+            unit = counters
     return unit, inner

@@ -25,8 +25,8 @@ _REGS = re.compile(r"%\w+")
 def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
              grid: Sequence[int], banks: int = 32, warp: int = 0, whole: bool = False,
              unroll: int = 1, first_block: bool = False,
-             atomic_log: list[tuple[int, bool]] | None = None, next_block: bool = False
-             ) -> Traffic:
+             atomic_log: list[tuple[int, bool]] | None = None, next_block: bool = False,
+             merge: tuple[bool, bool] = (True, True)) -> Traffic:
     """Run one warp (0 by default) of the middle block of the grid (of block 0 where
     `first_block`); its traffic per unit (see Traffic). A loop that repeats itself ends the
     run early (its iteration is the unit) unless `whole`: then only MAX_STEPS does (a
@@ -34,7 +34,8 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
     `unroll`: how many iterations of the hottest loop ptxas unrolled into one SASS body
     (see Warp). `atomic_log` receives the (address, floating-point) of each lane atomic to
     global memory, up to MAX_ATOMIC_LOG. `next_block`: the block after the middle one along
-    x (a second sample where a block is one warp). PtxError for PTX it cannot follow,
+    x (a second sample where a block is one warp). `merge`: whether ptxas merged scalar
+    shared (loads, stores) into wide accesses (see Warp). PtxError for PTX it cannot follow,
     whatever went wrong inside."""
     import struct
 
@@ -42,7 +43,7 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
         raise PtxError(f"{entry}: the block has no warp {warp}")
     try:
         return _run_warp(ptx, entry, params, block, grid, banks, warp, whole, unroll,
-                         first_block, atomic_log, next_block)
+                         first_block, atomic_log, next_block, merge)
     except PtxError:
         raise
     except (ArithmeticError, ValueError, IndexError, KeyError, TypeError, AttributeError,
@@ -53,14 +54,14 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
 def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
               grid: Sequence[int], banks: int, warp: int, whole: bool, unroll: int,
               first_block: bool = False, atomic_log: list[tuple[int, bool]] | None = None,
-              next_block: bool = False) -> Traffic:
+              next_block: bool = False, merge: tuple[bool, bool] = (True, True)) -> Traffic:
     """run_warp's work: the kernel decoded, the warp placed in its block, run, and its
     counters reduced to the unit."""
     k = _parsed(ptx, entry)
     where = [0] * len(grid) if first_block else [max(0, (g - 1) // 2) for g in grid]
     if next_block and where:
         where[0] = min(where[0] + 1, max(0, grid[0] - 1))
-    w = Warp(k, _param_values(k, params), block, where, grid, banks, warp, unroll)
+    w = Warp(k, _param_values(k, params), block, where, grid, banks, warp, unroll, merge)
     walk = _LockStep(w, whole)
     finished = walk.run()
     unit, inner = loop_unit(w.counters, finished, walk.snaps, walk.spans, walk.iters)

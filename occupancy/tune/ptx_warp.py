@@ -94,12 +94,16 @@ class Warp:
 
     def __init__(self, k: Kernel, params: Mapping[str, float | int], block: Sequence[int],
                  block_index: Sequence[int], grid: Sequence[int], banks: int,
-                 warp: int = 0, unroll: int = 1) -> None:
+                 warp: int = 0, unroll: int = 1, merge: tuple[bool, bool] = (True, True)
+                 ) -> None:
         self.k = k
         # ptxas's unroll of the hottest loop (its SASS body over one PTX iteration): a
         # scalar shared access that steps one element per iteration is then one wide
         # access per `unroll` iterations (As[row * BK + k] for k, k+1, ... -> LDS.128)
         self.unroll = unroll
+        # whether ptxas merged scalar shared (loads, stores) into wide ones at all (the
+        # SASS has some): where it did not, each scalar access counts as issued
+        self.merge = merge
         self.last_shared: dict[int, list[int]] = {}
         self.streaming: set[int] = set()  # accesses seen stepping one element per iteration
         self.params = params
@@ -277,7 +281,7 @@ class Warp:
         if space in ("param", "const"):
             return False
         if space == "shared":
-            group = self.k.groups.get(i)
+            group = self.k.groups.get(i) if self.merge[ins.op != "ld"] else None
             if group:
                 leader, gw, off = group
                 if leader == i:
@@ -305,7 +309,7 @@ class Warp:
         iterations' as 1/n of the wide access at the aligned base (n elements of `width`);
         False where it does not step one element per iteration."""
         prev, self.last_shared[i] = self.last_shared.get(i), addrs
-        if self.unroll < 2 or ins.op != "ld" or width not in (4, 8):
+        if self.unroll < 2 or ins.op != "ld" or width not in (4, 8) or not self.merge[0]:
             return False
         if prev is not None and len(prev) == len(addrs) \
                 and all(a - p == width for a, p in zip(addrs, prev, strict=True)):

@@ -352,10 +352,12 @@ def traffic_job(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev
         return None
     # without declared FLOPs nothing scales one loop iteration to the run: run it whole;
     # ptxas's unroll is read from the FFMA loop nested in the SASS's hottest loop (a k loop
-    # inside the tile loop), else from the hottest loop's own FFMAs
+    # inside the tile loop), else from the hottest loop's own FFMAs; a SASS without wide
+    # shared loads (stores) says ptxas merged none (without a SASS read, merges stand)
     mix = dict(res.loop_mix or ())
+    merge = (mix.get("wide_lds", 1) > 0, mix.get("wide_sts", 1) > 0)
     return (build, res.function, values, pt.block, pt.grid, dev.shared_memory_banks,
-            "flops" not in spec.work, work_ffma(mix, "inner_") or work_ffma(mix))
+            "flops" not in spec.work, work_ffma(mix, "inner_") or work_ffma(mix), merge)
 
 
 def kernel_tuner_restrictions(report: TuneReport) -> list[str]:

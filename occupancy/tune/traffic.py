@@ -33,14 +33,17 @@ def _emulator_hash() -> str:
 
 def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: Sequence[int],
                  grid: Sequence[int], banks: int, whole: bool = False,
-                 sass_ffma: int = 0) -> Traffic | None:
+                 sass_ffma: int = 0, merge: tuple[bool, bool] = (True, True)) -> Traffic | None:
     """One warp of a kernel of this build run on its PTX (ptxsim), with the launch's
     argument values; cached beside the build by the PTX, the launch and the emulator's
     code. None where there is no PTX or the emulator cannot follow it. `sass_ffma`: the
     FFMAs of the hottest SASS loop that do its work (model.work_ffma: a division's
     refinement is not counted); where that body holds several iterations of the PTX
     loop, ptxas unrolled it, and the warp is run again with that unroll (ptxsim merges the
-    scalar shared loads that step across iterations, as ptxas does)."""
+    scalar shared loads that step across iterations, as ptxas does). `merge`: whether the
+    SASS has wide shared (loads, stores) at all (binaries' `wide_lds`, `wide_sts`): ptxas
+    merges scalar ones only where it proves their alignment, and where it merged none,
+    ptxsim merges none."""
     from occupancy.tune.ptxsim import WARP, PtxError, Traffic, block_sample, run_warp
 
     try:
@@ -50,7 +53,7 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     if not ptx:
         return None
     blob = json.dumps([__version__, _emulator_hash(), entry, list(args), list(block), list(grid),
-                       banks, whole, sass_ffma, hashlib.sha256(ptx.encode()).hexdigest()])
+                       banks, whole, sass_ffma, list(merge), hashlib.sha256(ptx.encode()).hexdigest()])
     path = cache_dir() / f"traffic-{hashlib.sha256(blob.encode()).hexdigest()}.json"
     try:
         return Traffic(**json.loads(path.read_text(encoding="utf-8")))
@@ -59,12 +62,13 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     first_log: list[tuple[int, bool]] = []
     last_log: list[tuple[int, bool]] = []
     try:
-        t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, atomic_log=first_log)
-        unroll = round(sass_ffma / t.inner_ffma) if t.inner_ffma else 1
+        t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, atomic_log=first_log,
+                     merge=merge)
+        unroll = round(sass_ffma / t.inner_ffma) if t.inner_ffma and merge[0] else 1
         if unroll >= 2:
             first_log.clear()
             t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, unroll=unroll,
-                         atomic_log=first_log)
+                         atomic_log=first_log, merge=merge)
     except PtxError:
         return None  # the model goes on without the warp's addresses
     last_warp = (math.prod(block) - 1) // WARP
@@ -72,19 +76,20 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     if last_warp:
         try:
             t = block_sample(t, run_warp(ptx, entry, args, block, grid, banks, last_warp,
-                                         whole, max(unroll, 1), atomic_log=last_log))
+                                         whole, max(unroll, 1), atomic_log=last_log,
+                                         merge=merge))
         except PtxError:
             last_log.clear()  # warp 0 alone
     elif grid and grid[0] >= 2:  # a block of one warp: the next block's, a second row
         try:
             t = block_sample(t, run_warp(ptx, entry, args, block, grid, banks, 0, whole,
-                                         max(unroll, 1), next_block=True))
+                                         max(unroll, 1), next_block=True, merge=merge))
         except PtxError:
             pass  # warp 0 alone
     # (a grid under 3 blocks a side has its middle block at 0: nothing to compare it with)
     if first.complete and (first_log or last_log) and any(g >= 3 for g in grid):
         t = _contended(t, ptx, entry, args, block, grid, banks, whole, max(unroll, 1),
-                       first_log, last_log, last_warp + 1)
+                       first_log, last_log, last_warp + 1, merge)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(path.parent, path.name, json.dumps(asdict(t)).encode())
@@ -96,7 +101,7 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
 def _contended(t: Traffic, ptx: str, entry: str, args: Sequence[float | int],
                block: Sequence[int], grid: Sequence[int], banks: int, whole: bool, unroll: int,
                first_log: list[tuple[int, bool]], last_log: list[tuple[int, bool]],
-               warps: int) -> Traffic:
+               warps: int, merge: tuple[bool, bool]) -> Traffic:
     """The warp's atomics whose address every block shares: warp 0 of block 0 is run too,
     and an address both blocks update is one counter the whole grid updates (an address
     that moves with the block index is not). Per block, warp 0 counts once and the last
@@ -108,7 +113,7 @@ def _contended(t: Traffic, ptx: str, entry: str, args: Sequence[float | int],
     other: list[tuple[int, bool]] = []
     try:
         run_warp(ptx, entry, args, block, grid, banks, 0, whole, unroll, first_block=True,
-                 atomic_log=other)
+                 atomic_log=other, merge=merge)
     except PtxError:
         return t
     shared = {a for a, _ in other}
@@ -125,8 +130,8 @@ def _contended(t: Traffic, ptx: str, entry: str, args: Sequence[float | int],
 
 
 def _job(args: tuple[Any, ...]) -> Traffic | None:
-    build, entry, values, block, grid, banks, whole, sass_ffma = args
-    return warp_traffic(build, entry, values, block, grid, banks, whole, sass_ffma)
+    build, entry, values, block, grid, banks, whole, sass_ffma, merge = args
+    return warp_traffic(build, entry, values, block, grid, banks, whole, sass_ffma, merge)
 
 
 PARALLEL_FROM = 16  # warp runs; fewer run here (a worker interpreter costs ~0.3 s to start)
