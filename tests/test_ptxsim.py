@@ -262,6 +262,51 @@ def test_unrolled_loop_merges_row_reads() -> None:
     assert tile["total"] == mix["total"] + mix["inner_total"]
 
 
+def test_scalar_shared_loads_stay_scalar_where_ptxas_merged_none() -> None:
+    """ptxas merges scalar shared accesses at [r], [r+4], ... into one wide access only where
+    it proves r aligned. Rows at Qs[tx * d + x] with a runtime d (flash-attention-minimal's
+    pattern) stay scalar LDS in the SASS; ptxsim, which sees the addresses aligned at this
+    d, merges them unless told the SASS has none: each scalar load of a 32-lane column is 32
+    wavefronts (every lane on one bank), and the broadcast of Ks one, 33 per FFMA, not 8.5.
+    The SASS's `wide_lds` says which: none here, some LDS.128 in rowdot's."""
+    need_nvcc()
+    from occupancy.build.builds import compile_build
+    from occupancy.tune.traffic import warp_traffic
+
+    build = make_build(ROOT / "tests/fixtures/unrolled/phases.cu", "sm_90")
+    ptx = build_ptx(build)
+    entry = _entry(ptx, "phases")
+    args, block = [A, B, C, 64, 32, 4], (32,)
+    merged = run_warp(ptx, entry, args, block, (1,))
+    scalar = run_warp(ptx, entry, args, block, (1,), merge=(False, False))
+    assert not scalar.complete and scalar.ffma == merged.ffma == 64
+    assert scalar.shared_wavefronts == 33 * 64 and merged.shared_wavefronts == 8.5 * 64
+    t = warp_traffic(build, entry, args, block, (1,), 32, merge=(False, False))
+    assert t is not None and t.shared_wavefronts == scalar.shared_wavefronts
+    mix = dict(compile_build(build)[entry].loop_mix or ())
+    rowdot = make_build(ROOT / "tests/fixtures/unrolled/rowdot.cu", "sm_90")
+    wide = dict(compile_build(rowdot)[_entry(build_ptx(rowdot), "rowdot")].loop_mix or ())
+    if not mix or not wide:
+        pytest.skip("no nvdisasm: the SASS is not read")
+    assert mix["wide_lds"] == mix["wide_sts"] == 0 and mix["lds_wavefronts"] > 0
+    assert wide["wide_lds"] > 0
+
+
+def test_a_cut_run_through_phases_side_by_side_is_its_unit() -> None:
+    """A run cut at MAX_STEPS inside a loop that has not repeated, after two FP loops side by
+    side (a conflicted pass, 17 wavefronts an FFMA at 16 lanes, then a broadcast one, 2):
+    no one loop's iteration stands for the work, and the unit is the run so far, between
+    the two. At 32 lanes the first pass alone fills the run, and its iteration is the unit."""
+    need_nvcc()
+    ptx = _ptx(ROOT / "tests/fixtures/unrolled/phases.cu")
+    entry = _entry(ptx, "phases")
+    both = run_warp(ptx, entry, [A, B, C, 64, 16, 8], (16,), (1,), merge=(False, False))
+    assert not both.complete and both.steps == MAX_STEPS
+    assert 2 < both.shared_wavefronts / both.ffma < 17
+    first = run_warp(ptx, entry, [A, B, C, 64, 32, 4], (32,), (1,), merge=(False, False))
+    assert first.steps < MAX_STEPS and first.shared_wavefronts / first.ffma == 33
+
+
 WARP_ROW = """
 .visible .entry rows(.param .u64 p, .param .u32 n)
 {

@@ -823,6 +823,30 @@ def test_fewer_warps_than_schedulers_and_the_register_guess_where_the_sass_is_re
     assert fp32(base) / fp32({**base, "warp_wait": 0}) == pytest.approx(4.0)
 
 
+def test_one_or_two_warps_an_sm_cannot_keep_the_load_store_unit_busy() -> None:
+    """A warp pushes its shared wavefronts at most one every LONE_WARP_WAVEFRONT_CLOCKS
+    (2.3, bench/results/h200-lsu-conflicts): one warp an SM takes that long a wavefront,
+    two warps as long for twice the wavefronts, four the unit's one a clock."""
+    from occupancy.core.solver import solve
+    from occupancy.tune.model import LONE_WARP_WAVEFRONT_CLOCKS, predict_work
+
+    dev = load_device("h200")
+    occ = solve(dev, 32, 32)  # one-warp blocks
+    mix = {"total": 100, "ffma": 32, "fp32": 32, "lds_wavefronts": 1056, "sts_wavefronts": 0,
+           "ldg": 0, "stg": 0, "bar": 0, "loop": 1, "warp_wait": 0}
+
+    def lsu(per_sm: int) -> float:
+        grid = per_sm * dev.sm_count
+        flops = 2.0 * 32 * 32 * 1000 * grid  # the same work a warp
+        p = predict_work(dev, occ, grid, flops, 0.0, 32, tuple(mix.items()))
+        assert p.bound == "lsu"
+        return p.roofs_ms["lsu"]
+
+    assert lsu(2) == pytest.approx(lsu(1))
+    assert lsu(4) / lsu(1) == pytest.approx(4 / LONE_WARP_WAVEFRONT_CLOCKS)
+    assert lsu(8) == pytest.approx(2 * lsu(4))
+
+
 def test_the_reason_says_what_the_warps_do_not_hide() -> None:
     """Where a point is bound by the memory side the reason speaks of the memory latency;
     bound by the issue side, of the share of the time its schedulers issue (a warp that

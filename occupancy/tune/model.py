@@ -69,6 +69,14 @@ WORK_DRAM_LATENCY_CLOCKS = 500
 # (the same lo^2/hi form as OVERLAP). Calibrated on the H200 SGEMM space at 4096 (5.3%
 # median error; 2048 and 8192, not used: 8.1% and 7.1%).
 ISSUE_LSU_OVERLAP = 0.1
+# A warp pushes its own shared wavefronts through the load/store unit at most one every this
+# many clocks: a warp alone on its SM whose every load is a 32-way conflict takes 2.3 clocks
+# a wavefront, and so do two (each 1.16), where four or more reach the unit's one a clock
+# (1.01-1.05). Measured on the H200 with bench/lsu/conflicted.cu, written here (a lane's own
+# row of a shared table by a runtime stride beside a broadcast, 1 to 16 warps an SM, 1- to
+# 32-way: bench/results/h200-lsu-conflicts); flash-attention-minimal's thin grid (one or two
+# warps an SM) is where a kernel meets it.
+LONE_WARP_WAVEFRONT_CLOCKS = 2.3
 FMA_LATENCY_CLOCKS = 4
 SCHEDULERS_PER_SM = 4
 # The fixed cost in a `measure` timing (CUDA events around one launch) and the block
@@ -331,8 +339,10 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     stall = _tiled_loop_stall(mix, traffic, units, warps_per_block, blocks_per_sm)
     busy = min(dev.sm_count, grid_blocks) / dev.sm_count
     waits = warp_wait_factor(mix, warps)
+    # an SM with fewer warps than LONE_WARP_WAVEFRONT_CLOCKS cannot keep its LSU busy
+    lone = max(1.0, LONE_WARP_WAVEFRONT_CLOCKS / warps)
     roofs = {"fp32": max(fp32, issue) * stall * waits / busy / fma_hiding,
-             "lsu": lsu * stall / busy / fma_hiding,
+             "lsu": lsu * lone * stall / busy / fma_hiding,
              "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered,
              "latency": _warp_path(dev, occ, grid_blocks, mix, traffic),
              "atomics": contended_atomic_seconds(traffic, units)}
