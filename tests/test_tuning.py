@@ -575,6 +575,50 @@ def test_sass_other_passes_count_their_own_waits() -> None:
     assert dict(sass_loop_mix(batched)["_Z1kPfS_j"])["pass_loops"] == 0
 
 
+def test_other_passes_are_whole_loops_counted_once() -> None:
+    """A loop with two backward branches to its head (a `continue`) is one loop, to its last
+    branch: its first part waits for each of its 2 loads, its second batches 2 more, and the
+    whole (4 loads, 3 waits) is no pass that waits for each load; taken to its first branch
+    only, it was. Two loops that overlap without nesting count once."""
+    from occupancy.build.binaries import sass_loop_mix
+
+    head = """
+.text._Z1kPfS_j:
+.L_x_0:
+        /*0000*/                   FFMA R9, R8, R13, R9 ;
+        /*0010*/              @!P1 BRA `(.L_x_0) ;
+"""
+    cont = head + """.L_x_1:
+        /*0020*/                   LDG.E R8, desc[UR4][R4.64] ;
+        /*0030*/                   STG.E desc[UR4][R2.64], R8 ;
+        /*0040*/                   LDG.E R12, desc[UR4][R4.64+0x80] ;
+        /*0050*/                   STG.E desc[UR4][R2.64+0x80], R12 ;
+        /*0060*/               @P2 BRA `(.L_x_1) ;
+        /*0070*/                   LDG.E R14, desc[UR4][R4.64+0x100] ;
+        /*0080*/                   LDG.E R16, desc[UR4][R4.64+0x180] ;
+        /*0090*/                   STG.E desc[UR4][R2.64+0x100], R14 ;
+        /*00a0*/                   STG.E desc[UR4][R2.64+0x180], R16 ;
+        /*00b0*/              @!P0 BRA `(.L_x_1) ;
+        /*00c0*/                   EXIT ;
+"""
+    assert dict(sass_loop_mix(cont)["_Z1kPfS_j"])["pass_loops"] == 0
+    waits = head + """.L_x_1:
+        /*0020*/                   LDG.E R8, desc[UR4][R4.64] ;
+        /*0030*/                   STG.E desc[UR4][R2.64], R8 ;
+.L_x_2:
+        /*0040*/                   LDG.E R12, desc[UR4][R4.64+0x80] ;
+        /*0050*/                   STG.E desc[UR4][R2.64+0x80], R12 ;
+        /*0060*/                   LDG.E R14, desc[UR4][R4.64+0x100] ;
+        /*0070*/                   STG.E desc[UR4][R2.64+0x100], R14 ;
+        /*0080*/               @P2 BRA `(.L_x_1) ;
+        /*0090*/                   LDG.E R16, desc[UR4][R4.64+0x180] ;
+        /*00a0*/                   STG.E desc[UR4][R2.64+0x180], R16 ;
+        /*00b0*/              @!P0 BRA `(.L_x_2) ;
+        /*00c0*/                   EXIT ;
+"""
+    assert dict(sass_loop_mix(waits)["_Z1kPfS_j"])["pass_loops"] == 1
+
+
 @pytest.mark.slow
 def test_a_division_in_the_loop_does_not_shorten_its_trip_count(tmp_path: Path) -> None:
     """Two loops doing one multiply-add of declared work per element, one of them with an

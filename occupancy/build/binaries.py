@@ -520,11 +520,24 @@ def _loads(body: Sequence[_Insn]) -> int:
 
 def _other_passes(body: list[_Insn], loops: list[list[_Insn]]) -> list[list[_Insn]]:
     """The loops that load 2+ times an iteration apart from the hottest one (`body`): not
-    inside it, not around it, and not around another such loop (the innermost counts)."""
+    inside it, not around it, and not around another such loop (the innermost counts). A
+    loop with several backward branches to its head (a `continue`) is one loop, to its last
+    branch; loops that overlap without nesting (code that is not structured) count once."""
     def inside(a: list[_Insn], b: list[_Insn]) -> bool:  # a within b
         return b[0][0] <= a[0][0] and a[-1][0] <= b[-1][0]
-    loading = [b for b in loops if _loads(b) >= 2 and not inside(b, body) and not inside(body, b)]
-    return [b for b in loading if not any(o is not b and inside(o, b) for o in loading)]
+    by_head: dict[int, list[_Insn]] = {}
+    for b in loops:
+        if b[0][0] not in by_head or b[-1][0] > by_head[b[0][0]][-1][0]:
+            by_head[b[0][0]] = b
+    loading = [b for b in by_head.values()
+               if _loads(b) >= 2 and not inside(b, body) and not inside(body, b)]
+    innermost = sorted((b for b in loading if not any(o is not b and inside(o, b) for o in loading)),
+                       key=lambda b: b[0][0])
+    kept: list[list[_Insn]] = []
+    for b in innermost:
+        if not kept or b[0][0] > kept[-1][-1][0]:
+            kept.append(b)
+    return kept
 
 
 def _nested_ffma_loops(body: list[_Insn], loops: list[list[_Insn]]) -> list[list[_Insn]]:

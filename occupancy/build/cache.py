@@ -30,7 +30,8 @@ CACHE_FORMAT = 9  # what a cache entry holds; bump when KernelResources gains a 
 # hottest loop apart, `inner_*`; 3: and a lone warp's wait for its shared loads, `lds_wait`;
 # 4: `warp_wait`, that wait with the arithmetic results' too; 5: the other passes' loads and
 # waits, `pass_ldg*` (one commit); 6: instead, the other passes that wait for each load,
-# `pass_loops`; 7: and the function's wide shared accesses, `wide_lds` and `wide_sts`.)
+# `pass_loops`; 7: and the function's wide shared accesses, `wide_lds` and `wide_sts`, and
+# `pass_loops` by whole loops, each counted once.)
 MIX_FORMAT = 7
 
 
