@@ -63,6 +63,8 @@ def test_on_this_projects_h200_records() -> None:
     for f in sorted(glob.glob(str(ROOT / "bench/results/h200-*/*.json"))):
         if "h200-corpus" in f:  # public kernels: bench/corpus_check.py reports them
             continue
+        if "h200-lsu-conflicts" in f:  # a microbenchmark built to find where the model
+            continue  # fails, not a space to tune (its README gives the search's +18%)
         d = json.loads(Path(f).read_text())
         rows = [r for r in d.get("results", []) if isinstance(d, dict) and "params" in r
                 and r.get("predicted_ms") and r["verified"] is not False] if isinstance(d, dict) else []

@@ -336,7 +336,9 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     fma_hiding = 1.0 if "warp_wait" in mix else \
         min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
     mem_hiding = _work_mem_hiding(dev, occ, warps, registers_per_thread, mix, traffic, units)
-    stall = _tiled_loop_stall(mix, traffic, units, warps_per_block, blocks_per_sm)
+    raw = dict(loop_mix) if loop_mix else {}
+    stall = _tiled_loop_stall(mix, traffic, units, warps_per_block, blocks_per_sm,
+                              _loads_per_batch(raw, traffic) if raw.get("ldg") and traffic else 1.0)
     busy = min(dev.sm_count, grid_blocks) / dev.sm_count
     waits = warp_wait_factor(mix, warps)
     # an SM with fewer warps than LONE_WARP_WAVEFRONT_CLOCKS cannot keep its LSU busy
@@ -495,7 +497,7 @@ def warp_wait_factor(mix: Mapping[str, int], warps: int) -> float:
 
 
 def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float,
-                      warps_per_block: int, blocks_per_sm: int) -> float:
+                      warps_per_block: int, blocks_per_sm: int, per_batch: float = 1.0) -> float:
     """The factor the issue-side roofs grow by where a loop loads from global memory and
     waits at a barrier before using the data (the tiled pattern); 1 elsewhere.
 
@@ -519,6 +521,14 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
         else mix.get("ldg_cover", 0)
     cover = covered * warps_per_block / SCHEDULERS_PER_SM
     exposed = max(0.0, DRAM_LATENCY_CLOCKS - cover)
+    if units and traffic is not None and not traffic.complete and traffic.global_loads:
+        # an iteration (a cut run's unit) waits once per batch of its loads (the SASS's), at
+        # the L2's latency for the lines the warp loads again and DRAM's for the others
+        trips = max(1.0, traffic.global_loads / max(per_batch, 1.0))
+        again = min(1.0, traffic.reread_lines / traffic.global_load_lines) \
+            if traffic.global_load_lines else 0.0
+        latency = DRAM_LATENCY_CLOCKS * (1 - again) + L2_LATENCY_CLOCKS * again
+        exposed = trips * max(0.0, latency - cover)
     # each block waits a fraction f of its time; the SM idles only when all B resident
     # blocks wait at once (f^B, blocks drifting independently of each other)
     waiting = exposed / (iteration + exposed)
