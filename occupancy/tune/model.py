@@ -521,9 +521,10 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
         else mix.get("ldg_cover", 0)
     cover = covered * warps_per_block / SCHEDULERS_PER_SM
     exposed = max(0.0, DRAM_LATENCY_CLOCKS - cover)
-    if units and traffic is not None and not traffic.complete and traffic.global_loads:
-        # an iteration (a cut run's unit) waits once per batch of its loads (the SASS's), at
-        # the L2's latency for the lines the warp loads again and DRAM's for the others
+    if units and traffic is not None and traffic.phases and traffic.global_loads:
+        # a unit that is the run so far across several loops (ptxsim's phases) waits once
+        # per batch of its loads (the SASS's), not once: at the L2's latency for the lines
+        # the warp loads again and DRAM's for the others
         trips = max(1.0, traffic.global_loads / max(per_batch, 1.0))
         again = min(1.0, traffic.reread_lines / traffic.global_load_lines) \
             if traffic.global_load_lines else 0.0

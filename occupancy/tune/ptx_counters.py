@@ -62,6 +62,9 @@ class Traffic:
     # has its loads straddle two lines, the second loaded again by the next load)
     near_reread_lines: float = 0.0
     near_reread_distance: float = 0.0
+    # 1 where a cut run's unit is the run so far, across FP loops side by side (loop_unit),
+    # not one loop's iteration (a block's sample of two warps takes the mean)
+    phases: float = 0.0
 
     @property
     def far_rereads(self) -> tuple[float, float]:

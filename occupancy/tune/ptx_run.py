@@ -67,7 +67,8 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
     unit, inner = loop_unit(w.counters, finished, walk.snaps, walk.spans, walk.iters)
     if atomic_log is not None:
         atomic_log.extend(w.atomic_log)
-    return Traffic(finished, len(w.lanes), **dict(zip(FIELDS, unit, strict=True)), inner_ffma=inner)
+    return Traffic(finished, len(w.lanes), **dict(zip(FIELDS, unit, strict=True)), inner_ffma=inner,
+                   phases=float(not finished and unit is w.counters))
 
 
 # a kernel's runs (warp 0, its unrolled rerun, the last warp, block 0) decode one PTX
