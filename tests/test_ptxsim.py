@@ -301,10 +301,11 @@ def test_a_cut_run_through_phases_side_by_side_is_its_unit() -> None:
     ptx = _ptx(ROOT / "tests/fixtures/unrolled/phases.cu")
     entry = _entry(ptx, "phases")
     both = run_warp(ptx, entry, [A, B, C, 64, 16, 8], (16,), (1,), merge=(False, False))
-    assert not both.complete and both.steps == MAX_STEPS
+    assert not both.complete and both.steps == MAX_STEPS and both.phases == 1.0
     assert 2 < both.shared_wavefronts / both.ffma < 17
     first = run_warp(ptx, entry, [A, B, C, 64, 32, 4], (32,), (1,), merge=(False, False))
     assert first.steps < MAX_STEPS and first.shared_wavefronts / first.ffma == 33
+    assert first.phases == 0.0
 
 
 WARP_ROW = """

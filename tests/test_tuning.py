@@ -891,6 +891,34 @@ def test_one_or_two_warps_an_sm_cannot_keep_the_load_store_unit_busy() -> None:
     assert lsu(8) == pytest.approx(2 * lsu(4))
 
 
+def test_a_unit_across_phases_waits_once_per_batch_of_its_loads() -> None:
+    """A cut run's unit that is the run so far (ptxsim's `phases`) waits once per batch of
+    its global loads (the SASS's loads over its batches), at the L2's latency for lines the
+    warp loads again and DRAM's for the others; one loop's iteration keeps one wait."""
+    from occupancy.tune.model import (
+        DRAM_LATENCY_CLOCKS,
+        L2_LATENCY_CLOCKS,
+        _tiled_loop_stall,
+    )
+    from occupancy.tune.ptxsim import FIELDS, Traffic
+
+    counts = dict.fromkeys(FIELDS, 0.0) | {"steps": 4000.0, "flops": 1e4, "global_loads": 40.0,
+                                           "global_load_lines": 40.0, "barriers": 1.0}
+    mix = {"total": 100, "ldg": 8, "ldg_batches": 2, "bar": 1, "loop": 1,
+           "lds_wavefronts": 0, "sts_wavefronts": 0}
+
+    def stall(phases: float, rereads: float = 0.0) -> float:
+        t = Traffic(False, 32, **(counts | {"reread_lines": rereads}), phases=phases)
+        return _tiled_loop_stall(mix, t, 1e6, 1, 1, 8 / 2)
+
+    one = DRAM_LATENCY_CLOCKS / (1000 + DRAM_LATENCY_CLOCKS)  # a lone block: f^1
+    assert stall(0.0) == pytest.approx(1 / (1 - one))
+    ten = 10 * DRAM_LATENCY_CLOCKS  # 40 loads, 4 a batch
+    assert stall(1.0) == pytest.approx(1 / (1 - ten / (1000 + ten)))
+    l2 = 10 * L2_LATENCY_CLOCKS  # every line loaded again
+    assert stall(1.0, rereads=40.0) == pytest.approx(1 / (1 - l2 / (1000 + l2)))
+
+
 def test_the_reason_says_what_the_warps_do_not_hide() -> None:
     """Where a point is bound by the memory side the reason speaks of the memory latency;
     bound by the issue side, of the share of the time its schedulers issue (a warp that

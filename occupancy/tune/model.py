@@ -505,7 +505,9 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
     warps spend issuing the instructions between a load and its first use (a prefetch into
     registers for the next tile hides it all), unless the SM's other resident blocks
     compute meanwhile: an iteration of one block takes its compute plus what is exposed,
-    and B blocks overlap B computes with it."""
+    and B blocks overlap B computes with it. A unit that is the run so far across several
+    loops (ptxsim's `phases`) exposes a latency per batch of its loads (`per_batch`: the
+    SASS's loads a wait), at the L2's for the lines the warp loads again."""
     inner = bool(units and traffic is not None and not traffic.complete
                  and not (traffic.global_loads and traffic.barriers))
     if not (mix.get("loop") and mix.get("ldg") and mix.get("bar") and not inner):
