@@ -245,6 +245,12 @@ def test_unrolled_loop_merges_row_reads() -> None:
     assert (plain.ffma, plain.inner_ffma, plain.barriers, plain.global_loads) == (256, 32, 2, 8)
     assert plain.shared_wavefronts == 168
     assert run_warp(ptx, entry, args, block, grid, unroll=4).shared_wavefronts == 168 - 96
+    # where the SASS has no wide shared load, ptxas merged none: no merge across iterations
+    # either, and the unroll changes nothing (nor do ptxsim's static pairs stay: 200)
+    scalar = run_warp(ptx, entry, args, block, grid, merge=(False, True)).shared_wavefronts
+    assert scalar == 200
+    assert run_warp(ptx, entry, args, block, grid, unroll=4,
+                    merge=(False, True)).shared_wavefronts == scalar
     mix = dict(compile_build(build)[entry].loop_mix or ())
     if not mix:
         pytest.skip("no nvdisasm: the SASS loop is not read")
@@ -306,6 +312,33 @@ def test_a_cut_run_through_phases_side_by_side_is_its_unit() -> None:
     first = run_warp(ptx, entry, [A, B, C, 64, 32, 4], (32,), (1,), merge=(False, False))
     assert first.steps < MAX_STEPS and first.shared_wavefronts / first.ffma == 33
     assert first.phases == 0.0
+
+
+PROLOGUE = """
+__global__ void pro(const float* a, float* o, int n, int m) {
+    int t = threadIdx.x;
+    float s = 0.f;
+    for (int i = 0; i < n; i++)
+        s += a[i * 37 + t] * a[i * 41 + t];
+    float acc = 0.f;
+    for (int j = 0; j < m; j++)
+        acc += a[j * 32 + t] * s;
+    o[t] = acc;
+}
+"""
+
+
+def test_a_short_fp_prologue_is_not_a_phase(tmp_path: Path) -> None:
+    """A run that stops at its steady main loop after a 3-iteration FP loop before it: the
+    two loops are not phases of one enclosing loop, and the unit stays the main loop's
+    iteration (the run so far would count the prologue in it)."""
+    need_nvcc()
+    src = tmp_path / "pro.cu"
+    src.write_text(PROLOGUE)
+    ptx = _ptx(src)
+    t = run_warp(ptx, _entry(ptx, "pro"), [A, B, 3, 4000], (32,), (1,))
+    assert not t.complete and t.phases == 0.0 and t.steps < 100
+    assert t.flops == 2 * 32 * t.ffma and t.global_loads == t.ffma
 
 
 WARP_ROW = """

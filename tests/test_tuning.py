@@ -893,12 +893,16 @@ def test_one_or_two_warps_an_sm_cannot_keep_the_load_store_unit_busy() -> None:
 
 def test_a_unit_across_phases_waits_once_per_batch_of_its_loads() -> None:
     """A cut run's unit that is the run so far (ptxsim's `phases`) waits once per batch of
-    its global loads (the SASS's loads over its batches), at the L2's latency for lines the
-    warp loads again and DRAM's for the others; one loop's iteration keeps one wait."""
+    its global loads (the SASS's loads over its batches), at the L2's latency for the share
+    of its lines that load again a line L2 holds (l2_reread_share: near re-reads, and far
+    ones as far as their footprint fits L2) and DRAM's for the others; one loop's
+    iteration keeps one wait."""
+    from occupancy.core.solver import solve
     from occupancy.tune.model import (
         DRAM_LATENCY_CLOCKS,
         L2_LATENCY_CLOCKS,
         _tiled_loop_stall,
+        l2_reread_share,
     )
     from occupancy.tune.ptxsim import FIELDS, Traffic
 
@@ -907,16 +911,76 @@ def test_a_unit_across_phases_waits_once_per_batch_of_its_loads() -> None:
     mix = {"total": 100, "ldg": 8, "ldg_batches": 2, "bar": 1, "loop": 1,
            "lds_wavefronts": 0, "sts_wavefronts": 0}
 
-    def stall(phases: float, rereads: float = 0.0) -> float:
-        t = Traffic(False, 32, **(counts | {"reread_lines": rereads}), phases=phases)
-        return _tiled_loop_stall(mix, t, 1e6, 1, 1, 8 / 2)
+    def stall(phases: float, again: float = 0.0) -> float:
+        t = Traffic(False, 32, **counts, phases=phases)
+        return _tiled_loop_stall(mix, t, 1e6, 1, 1, 8 / 2, again)
 
     one = DRAM_LATENCY_CLOCKS / (1000 + DRAM_LATENCY_CLOCKS)  # a lone block: f^1
     assert stall(0.0) == pytest.approx(1 / (1 - one))
+    assert stall(0.0, again=1.0) == stall(0.0)
     ten = 10 * DRAM_LATENCY_CLOCKS  # 40 loads, 4 a batch
     assert stall(1.0) == pytest.approx(1 / (1 - ten / (1000 + ten)))
-    l2 = 10 * L2_LATENCY_CLOCKS  # every line loaded again
-    assert stall(1.0, rereads=40.0) == pytest.approx(1 / (1 - l2 / (1000 + l2)))
+    l2 = 10 * L2_LATENCY_CLOCKS  # every line loaded again from L2
+    assert stall(1.0, again=1.0) == pytest.approx(1 / (1 - l2 / (1000 + l2)))
+    # 10 near re-reads, 20 far ones 1 KB apart: 132 blocks of 4 warps move 0.5 MB between
+    # a line's two loads, within L2; 1 MB apart x 64 warps an SM x 132: 8.9 GB, 60 MB held
+    dev = load_device("h200")
+    occ = solve(dev, 128, 32)
+    near = counts | {"near_reread_lines": 10.0, "reread_lines": 30.0}
+    held = Traffic(False, 32, **(near | {"reread_distance": 20 * 1024.0}))
+    assert l2_reread_share(dev, occ, dev.sm_count, held) == pytest.approx(30 / 40)
+    lost = Traffic(False, 32, **(near | {"reread_distance": 20 * 2.0 ** 20}))
+    grid = 32 * dev.sm_count
+    footprint = 2.0 ** 20 * occ.active_blocks_per_sm * dev.sm_count * 4
+    assert l2_reread_share(dev, occ, grid, lost) == pytest.approx(
+        (10 + 20 * dev.l2_cache_bytes / footprint) / 40)
+
+
+def test_a_space_whose_sass_has_no_wide_shared_load_is_run_unmerged() -> None:
+    """`tile`'s path: the SASS mix's `wide_lds` reaches ptxsim through the point's traffic
+    job. bench/lsu/conflicted.cu reads a lane's row by a runtime stride (ptxas keeps scalar
+    LDS): at stride 64 each is a 32-way conflict beside a broadcast, 33 wavefronts an FFMA,
+    where ptxsim's merge of the aligned rows would count 8.5."""
+    need_nvcc()
+    spec = load_tuning(ROOT / "bench/lsu/conflicted.yaml", "conflicted")
+    pts, _ = points(spec)
+    pick = [p for p in pts if p.params == {"blocks": 1, "threads": 32, "stride": 64}]
+    r = rank(spec, load_device("h200"), pick).ranked[0]
+    mix = dict(r.resources.loop_mix or ())
+    if not mix:
+        pytest.skip("no nvdisasm: the SASS is not read")
+    assert mix["wide_lds"] == 0 and r.traffic is not None
+    assert r.traffic.shared_wavefronts == 33 * r.traffic.ffma
+
+
+def test_a_phases_unit_takes_the_sass_loops_own_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """predict_work hands the stall the SASS's loads a batch before unit_mix scales the
+    loop's loads to the unit: 8 loads in 2 waits, 4 a batch, where the scaled mix (its
+    nested loop's loads run 9 times) would say 20."""
+    from occupancy.core.solver import solve
+    from occupancy.tune import model
+    from occupancy.tune.ptxsim import FIELDS, Traffic
+
+    seen: list[float] = []
+    real = model._tiled_loop_stall
+
+    def spy(*args: object) -> float:
+        seen.append(args[5])  # type: ignore[arg-type]
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(model, "_tiled_loop_stall", spy)
+    dev = load_device("h200")
+    mix = {"total": 200, "ffma": 8, "fp32": 8, "lds_wavefronts": 0, "sts_wavefronts": 0,
+           "ldg": 8, "stg": 0, "bar": 1, "loop": 1, "ldg_batches": 2, "warp_wait": 0,
+           "inner_ffma": 4, "inner_ldg": 4, "inner_total": 50}
+    counts = dict.fromkeys(FIELDS, 0.0) | {"steps": 4000.0, "flops": 2560.0, "ffma": 40.0,
+                                           "global_loads": 40.0, "global_load_lines": 40.0,
+                                           "barriers": 1.0}
+    t = Traffic(False, 32, **counts, phases=1.0)
+    assert model.unit_mix(mix, t)["ldg"] == 40
+    model.predict_work(dev, solve(dev, 32, 32), dev.sm_count, 2560.0 * 1000 * dev.sm_count,
+                       0.0, 32, tuple(mix.items()), t)
+    assert seen == [4.0]
 
 
 def test_the_reason_says_what_the_warps_do_not_hide() -> None:

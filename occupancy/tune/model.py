@@ -72,10 +72,11 @@ ISSUE_LSU_OVERLAP = 0.1
 # A warp pushes its own shared wavefronts through the load/store unit at most one every this
 # many clocks: a warp alone on its SM whose every load is a 32-way conflict takes 2.3 clocks
 # a wavefront, and so do two (each 1.16), where four or more reach the unit's one a clock
-# (1.01-1.05). Measured on the H200 with bench/lsu/conflicted.cu, written here (a lane's own
+# (1.01-1.08). Measured on the H200 with bench/lsu/conflicted.cu, written here (a lane's own
 # row of a shared table by a runtime stride beside a broadcast, 1 to 16 warps an SM, 1- to
 # 32-way: bench/results/h200-lsu-conflicts); flash-attention-minimal's thin grid (one or two
-# warps an SM) is where a kernel meets it.
+# warps an SM) is where a kernel meets it. It scales the whole load/store roof, global
+# lines and barriers too.
 LONE_WARP_WAVEFRONT_CLOCKS = 2.3
 FMA_LATENCY_CLOCKS = 4
 SCHEDULERS_PER_SM = 4
@@ -225,15 +226,34 @@ def reread_miss_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int, traff
     has each load straddle two lines) hits and is left out: counted, the same softmax at C
     = 50,257 read 2.9x its input from DRAM where Nsight Compute measured 2.0x
     (bench/results/h200-softmax-ncu)."""
-    lines, distance = traffic.far_rereads
-    if lines <= 0 or not dev.l2_cache_bytes:
-        return 0.0
-    warps = max(occ.warps_per_block, 1)
-    resident = min(grid_blocks, max(occ.active_blocks_per_sm, 1) * dev.sm_count) * warps
-    footprint = distance / lines * resident
-    if footprint <= dev.l2_cache_bytes:
+    lines, footprint = _far_footprint(dev, occ, grid_blocks, traffic)
+    if lines <= 0 or not dev.l2_cache_bytes or footprint <= dev.l2_cache_bytes:
         return 0.0
     return units * lines * 128.0 * (1 - dev.l2_cache_bytes / footprint)
+
+
+def _far_footprint(dev: Device, occ: OccupancyResult, grid_blocks: int,
+                   traffic: Traffic) -> tuple[float, float]:
+    """(the warp's far re-read lines, the bytes the GPU's resident warps move between a line's
+    two loads): every resident warp streams as much as this one between them."""
+    lines, distance = traffic.far_rereads
+    if lines <= 0:
+        return 0.0, 0.0
+    warps = max(occ.warps_per_block, 1)
+    resident = min(grid_blocks, max(occ.active_blocks_per_sm, 1) * dev.sm_count) * warps
+    return lines, distance / lines * resident
+
+
+def l2_reread_share(dev: Device, occ: OccupancyResult, grid_blocks: int,
+                    traffic: Traffic) -> float:
+    """The share of the warp's global load lines that load again a line L2 still holds: its
+    near re-reads, and its far ones as far as their footprint fits L2 (the complement of
+    reread_miss_bytes' loss)."""
+    if not traffic.global_load_lines:
+        return 0.0
+    lines, footprint = _far_footprint(dev, occ, grid_blocks, traffic)
+    held = lines if footprint <= dev.l2_cache_bytes else lines * dev.l2_cache_bytes / footprint
+    return min(1.0, (traffic.near_reread_lines + held) / traffic.global_load_lines)
 
 
 def dram_efficiency(write_share: float | None) -> float:
@@ -336,9 +356,10 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     fma_hiding = 1.0 if "warp_wait" in mix else \
         min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
     mem_hiding = _work_mem_hiding(dev, occ, warps, registers_per_thread, mix, traffic, units)
-    raw = dict(loop_mix) if loop_mix else {}
+    raw = dict(loop_mix) if loop_mix else {}  # a batch is the SASS's, before unit_mix scales
     stall = _tiled_loop_stall(mix, traffic, units, warps_per_block, blocks_per_sm,
-                              _loads_per_batch(raw, traffic) if raw.get("ldg") and traffic else 1.0)
+                              _loads_per_batch(raw, traffic) if raw.get("ldg") and traffic else 1.0,
+                              l2_reread_share(dev, occ, grid_blocks, traffic) if traffic else 0.0)
     busy = min(dev.sm_count, grid_blocks) / dev.sm_count
     waits = warp_wait_factor(mix, warps)
     # an SM with fewer warps than LONE_WARP_WAVEFRONT_CLOCKS cannot keep its LSU busy
@@ -497,7 +518,8 @@ def warp_wait_factor(mix: Mapping[str, int], warps: int) -> float:
 
 
 def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float,
-                      warps_per_block: int, blocks_per_sm: int, per_batch: float = 1.0) -> float:
+                      warps_per_block: int, blocks_per_sm: int, per_batch: float = 1.0,
+                      again: float = 0.0) -> float:
     """The factor the issue-side roofs grow by where a loop loads from global memory and
     waits at a barrier before using the data (the tiled pattern); 1 elsewhere.
 
@@ -507,7 +529,8 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
     compute meanwhile: an iteration of one block takes its compute plus what is exposed,
     and B blocks overlap B computes with it. A unit that is the run so far across several
     loops (ptxsim's `phases`) exposes a latency per batch of its loads (`per_batch`: the
-    SASS's loads a wait), at the L2's for the lines the warp loads again."""
+    SASS's loads a wait), at the L2's for the share of its lines that load again a line L2
+    still holds (`again`: l2_reread_share), DRAM's for the others."""
     inner = bool(units and traffic is not None and not traffic.complete
                  and not (traffic.global_loads and traffic.barriers))
     if not (mix.get("loop") and mix.get("ldg") and mix.get("bar") and not inner):
@@ -526,10 +549,8 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
     if units and traffic is not None and traffic.phases and traffic.global_loads:
         # a unit that is the run so far across several loops (ptxsim's phases) waits once
         # per batch of its loads (the SASS's), not once: at the L2's latency for the lines
-        # the warp loads again and DRAM's for the others
+        # the warp loads again that L2 holds and DRAM's for the others
         trips = max(1.0, traffic.global_loads / max(per_batch, 1.0))
-        again = min(1.0, traffic.reread_lines / traffic.global_load_lines) \
-            if traffic.global_load_lines else 0.0
         latency = DRAM_LATENCY_CLOCKS * (1 - again) + L2_LATENCY_CLOCKS * again
         exposed = trips * max(0.0, latency - cover)
     # each block waits a fraction f of its time; the SM idles only when all B resident

@@ -4,7 +4,7 @@ went through become that unit, and a block's sample of two warps."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import astuple, dataclass
 
 # Counters, in this order, for a unit of work (one warp's run, or one loop iteration).
@@ -63,7 +63,7 @@ class Traffic:
     near_reread_lines: float = 0.0
     near_reread_distance: float = 0.0
     # 1 where a cut run's unit is the run so far, across FP loops side by side (loop_unit),
-    # not one loop's iteration (a block's sample of two warps takes the mean)
+    # not one loop's iteration (a block's sample keeps its first warp where they differ)
     phases: float = 0.0
 
     @property
@@ -88,7 +88,8 @@ def block_sample(first: Traffic, last: Traffic | None) -> Traffic:
     the same unit (whole runs, or loop iterations of the same work). One warp alone cannot
     show how rows fall on 128-B lines: at n = 5000 floats a row starts 32 B further into a
     line than the one before, and warp 0 of a 4-row block reads only the aligned rows."""
-    if last is None or last.complete != first.complete or last.flops != first.flops:
+    if last is None or last.complete != first.complete or last.flops != first.flops \
+            or last.phases != first.phases:
         return first
     mean = [(a + b) / 2 for a, b in zip(astuple(first)[2:], astuple(last)[2:], strict=True)]
     return Traffic(first.complete, first.lanes, *mean)
@@ -116,13 +117,16 @@ def steady(rows: list[list[float]]) -> bool:
 
 
 def loop_unit(counters: list[float], finished: bool, snaps: dict[int, list[list[float]]],
-              spans: dict[int, int], jumped: Mapping[int, int] | None = None
-              ) -> tuple[list[float], float]:
-    """The counters of the run's unit, and the FFMAs of one iteration of its innermost loop
-    with floating-point work (0 without one). `snaps`: per loop start, the counters at each
-    of its back edges; `spans`: per loop start, its backward branch; `jumped`: per loop
-    start, the back edges a skip-ahead went past without noting them (ptx_skip). A finished
-    run is its own unit; a cut one, one iteration of a loop that repeated."""
+              spans: dict[int, int], jumped: Mapping[int, int] | None = None,
+              code_loops: Sequence[tuple[int, int]] = (), at_max: bool = False
+              ) -> tuple[list[float], float, bool]:
+    """The counters of the run's unit, the FFMAs of one iteration of its innermost loop with
+    floating-point work (0 without one), and whether the unit is the run so far across FP
+    loops side by side (`phases`). `snaps`: per loop start, the counters at each of its back
+    edges; `spans`: per loop start, its backward branch; `jumped`: per loop start, the back
+    edges a skip-ahead went past without noting them (ptx_skip); `code_loops`: the code's
+    loops, (start, backward branch); `at_max`: the run was cut at MAX_STEPS. A finished run
+    is its own unit; a cut one, one iteration of a loop that repeated."""
     unit = counters
     # per iteration of each loop that repeated: the unit is the outermost one doing FP work
     # (a tiled kernel's tile loop: its loads, barriers and every FMA of the tile), else the
@@ -140,12 +144,24 @@ def loop_unit(counters: list[float], finished: bool, snaps: dict[int, list[list[
             per_loop.append((spans[tgt] - tgt, [x / iters for x in delta], iters, ffma, tgt))
     fp = [x for x in per_loop if x[1][COUNTER["flops"]] > 0]
     inner = min(fp, key=lambda x: x[0])[3] if fp else 0.0
+    phases = False
     if not finished and per_loop:
         top = max(fp or per_loop, key=lambda x: (x[0], x[1][COUNTER["flops"]] * x[2]))
         unit = top[1]
-        if any(not top[4] <= x[4] <= spans[top[4]] for x in fp):
+        if at_max and any(_side_by_side(top[4], spans[top[4]], x[4], spans[x[4]], code_loops)
+                          for x in fp):
             # FP loops side by side (successive phases of a loop that did not repeat before
             # the cut: flash attention's S = QK^T, then P V, at 33 and 9 wavefronts an FFMA
             # with Bc = 16): no one iteration stands for the work; the run so far does
-            unit = counters
-    return unit, inner
+            unit, phases = counters, True
+    return unit, inner, phases
+
+
+def _side_by_side(a: int, a_end: int, b: int, b_end: int,
+                  code_loops: Sequence[tuple[int, int]]) -> bool:
+    """Loops [a, a_end] and [b, b_end] are apart (neither holds the other) inside one loop
+    of the code that holds both: two phases of its body."""
+    if a <= b <= a_end or b <= a <= b_end:
+        return False
+    lo, hi = min(a, b), max(a_end, b_end)
+    return any(s <= lo and hi <= e for s, e in code_loops)

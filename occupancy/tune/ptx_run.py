@@ -64,11 +64,13 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
     w = Warp(k, _param_values(k, params), block, where, grid, banks, warp, unroll, merge)
     walk = _LockStep(w, whole)
     finished = walk.run()
-    unit, inner = loop_unit(w.counters, finished, walk.snaps, walk.spans, walk.iters)
+    at_max = not finished and walk.steps - walk.skipped >= MAX_STEPS
+    unit, inner, phases = loop_unit(w.counters, finished, walk.snaps, walk.spans, walk.iters,
+                                    walk.loops, at_max)
     if atomic_log is not None:
         atomic_log.extend(w.atomic_log)
     return Traffic(finished, len(w.lanes), **dict(zip(FIELDS, unit, strict=True)), inner_ffma=inner,
-                   phases=float(not finished and unit is w.counters))
+                   phases=float(phases))
 
 
 # a kernel's runs (warp 0, its unrolled rerun, the last warp, block 0) decode one PTX

@@ -281,7 +281,7 @@ class Warp:
         if space in ("param", "const"):
             return False
         if space == "shared":
-            group = self.k.groups.get(i) if self.merge[ins.op != "ld"] else None
+            group = self.k.groups.get(i) if self.merge[1 if ins.op == "st" else 0] else None
             if group:
                 leader, gw, off = group
                 if leader == i:
