@@ -444,8 +444,8 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
                                 for other in _other_passes(body, loops))
         mix.update(_counts(body))
         mix["warp_wait"] = _lone_warp_wait(body, cyclic=bool(loops))
-        for key, ops in (("wide_lds", ("LDS",)), ("wide_sts", ("STS",))):
-            mix[key] = sum(op in ops and _width(suffix) > 1 for _, op, suffix, _, _ in insns)
+        for key, wide in (("wide_lds", "LDS"), ("wide_sts", "STS")):
+            mix[key] = sum(op == wide and _width(suffix) > 1 for _, op, suffix, _, _ in insns)
         nested = {i[0] for b in _nested_ffma_loops(body, loops) for i in b}
         inner = [i for i in body if i[0] in nested]
         mix.update({f"inner_{k}": v for k, v in _counts(inner).items()})

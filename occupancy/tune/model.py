@@ -356,10 +356,13 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     fma_hiding = 1.0 if "warp_wait" in mix else \
         min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
     mem_hiding = _work_mem_hiding(dev, occ, warps, registers_per_thread, mix, traffic, units)
-    raw = dict(loop_mix) if loop_mix else {}  # a batch is the SASS's, before unit_mix scales
-    stall = _tiled_loop_stall(mix, traffic, units, warps_per_block, blocks_per_sm,
-                              _loads_per_batch(raw, traffic) if raw.get("ldg") and traffic else 1.0,
-                              l2_reread_share(dev, occ, grid_blocks, traffic) if traffic else 0.0)
+    per_batch, again = 1.0, 0.0
+    if traffic is not None and traffic.phases:  # only such a unit waits per batch
+        raw = dict(loop_mix) if loop_mix else {}  # the SASS's batches, before unit_mix scales
+        per_batch = _loads_per_batch(raw, traffic) if raw.get("ldg") else 1.0
+        again = l2_reread_share(dev, occ, grid_blocks, traffic)
+    stall = _tiled_loop_stall(mix, traffic, units, warps_per_block, blocks_per_sm, per_batch,
+                              again)
     busy = min(dev.sm_count, grid_blocks) / dev.sm_count
     waits = warp_wait_factor(mix, warps)
     # an SM with fewer warps than LONE_WARP_WAVEFRONT_CLOCKS cannot keep its LSU busy

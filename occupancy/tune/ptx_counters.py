@@ -163,5 +163,4 @@ def _side_by_side(a: int, a_end: int, b: int, b_end: int,
     of the code that holds both: two phases of its body."""
     if a <= b <= a_end or b <= a <= b_end:
         return False
-    lo, hi = min(a, b), max(a_end, b_end)
-    return any(s <= lo and hi <= e for s, e in code_loops)
+    return enclosed(min(a, b), max(a_end, b_end), list(code_loops))
