@@ -89,7 +89,6 @@ class Point:
     ms: float | None  # the measured median, None when the point failed (or was pruned)
     error: str = ""  # kernel_tuner's error string for a point with no time
     predicted_ms: float | None = None
-    kind: str = ""  # the roof the model said binds it, where the record has it
     pruned: bool = False
 
 
@@ -151,8 +150,7 @@ def load_space(path: str) -> Space | None:
         ms = _ms(r) if r.get("verified") is not False else None  # None: no reference, passes
         pred = r.get("predicted_ms")
         s.points.append(Point(dict(r["params"]), ms, "" if ms is not None else "RuntimeFailedConfig",
-                              float(pred) if isinstance(pred, (int, float)) else None,
-                              str(r.get("predicted_bound") or r.get("bound") or "")))
+                              float(pred) if isinstance(pred, (int, float)) else None))
     seen = {s.key(p.params) for p in s.points}
     for q in d.get("pruned") or []:
         params = q.get("params") if isinstance(q, dict) else None
@@ -234,7 +232,7 @@ def project_search(space: Space, budget: int) -> tuple[float, int]:
 
     rows = [p for p in space.points if not p.pruned]
     cands = [Candidate(json.dumps(p.params, sort_keys=True),
-                       p.predicted_ms if p.predicted_ms is not None else math.inf, p.kind)
+                       p.predicted_ms if p.predicted_ms is not None else math.inf, p.params)
              for p in rows]
     truth = {c.key: p.ms for c, p in zip(cands, rows, strict=True) if p.ms is not None}
     s = simulate(cands, truth, budget)

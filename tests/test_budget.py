@@ -8,52 +8,113 @@ import json
 import math
 from pathlib import Path
 
-from occupancy.tune.budget import Candidate, Search, simulate
+from occupancy.tune.budget import MODEL_BAND, NOISE, Candidate, Search, Z, _Posterior, distance, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _space(n: int, truth_factor: dict[str, float]) -> tuple[list[Candidate], dict[str, float]]:
-    """n points predicted 1.00, 1.01, ...; half 'lsu', half 'fp32'; the truth scales each
-    kind by its factor (the model wrong about one kind, right about the other)."""
-    cands = [Candidate(f"p{i}", 1.0 + 0.01 * i, "lsu" if i % 2 else "fp32") for i in range(n)]
-    return cands, {c.key: c.predicted_ms * truth_factor[c.kind] for c in cands}
+    """n points predicted 1.00, 1.01, ...: p{i} has layout 'cols' (odd i) or 'rows', block
+    32 << (i // 2 % 4) and unroll i // 8 + 1 (no two alike); the truth scales each layout
+    by its factor (the model wrong about one layout, right about the other)."""
+    cands = [Candidate(f"p{i}", 1.0 + 0.01 * i, {"layout": "cols" if i % 2 else "rows",
+                                                  "block": 32 << (i // 2 % 4), "unroll": i // 8 + 1})
+             for i in range(n)]
+    return cands, {c.key: c.predicted_ms * truth_factor[str(c.params["layout"])] for c in cands}
 
 
-def test_the_leaders_first_then_the_kind_the_model_misjudges() -> None:
-    # the model calls 'lsu' points 1.5x too slow: the truth's best is p1, predicted #2
-    cands, truth = _space(40, {"fp32": 1.0, "lsu": 1 / 1.5})
+def test_distance_counts_differing_parameters() -> None:
+    assert distance({"b": 64, "s": "x"}, {"b": 64, "s": "x"}) == 0
+    assert distance({"b": 64}, {"b": 128}) == 1 and distance({"b": 64}, {"b": 1024}) == 1
+    assert math.isclose(distance({"b": 64}, {"b": 96}), math.log2(1.5))
+    assert distance({"s": "x", "f": True}, {"s": "y", "f": False}) == 2  # text, flags: 1 each
+    assert distance({"b": 0}, {"b": 1}) == 1 and distance({"b": 1}, {"c": 1}) == 2
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """Gaussian elimination, for checking the search's incremental factor."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for c in range(n):
+        for r in range(c + 1, n):
+            f = m[r][c] / m[c][c]
+            m[r] = [x - f * y for x, y in zip(m[r], m[c], strict=True)]
+    x = [0.0] * n
+    for r in reversed(range(n)):
+        x[r] = (m[r][n] - sum(m[r][k] * x[k] for k in range(r + 1, n))) / m[r][r]
+    return x
+
+
+def test_the_posterior_is_the_gaussian_process_one() -> None:
+    """The factor grown a row per measurement gives the textbook posterior mean and variance
+    (k* K^-1 y, k** - k* K^-1 k*), with the model's band as the prior spread."""
+    cands, truth = _space(12, {"rows": 1.3, "cols": 0.9})
+    s = Search(cands, 12)
+    timed = [0, 3, 4, 9]
+    for i in timed:
+        s.record(cands[i].key, truth[cands[i].key])
+    post = _Posterior(cands)
+    k = post.kernel
+    gram = [[k(a, b) + (NOISE ** 2 if a == b else 0.0) for b in timed] for a in timed]
+    y = [math.log(truth[cands[i].key] / cands[i].predicted_ms) for i in timed]
+    alpha = _solve(gram, y)
+    for j in (1, 2, 7, 11):
+        kj = [k(j, i) for i in timed]
+        mean = math.log(cands[j].predicted_ms) + sum(a * b for a, b in zip(kj, alpha, strict=True))
+        inv_kj = _solve(gram, kj)
+        amplitude = sum(a * b for a, b in zip(y, alpha, strict=True)) / len(y)  # y' K^-1 y / n
+        sd = math.sqrt(max(1.0, amplitude)) * math.sqrt(
+            k(j, j) - sum(a * b for a, b in zip(kj, inv_kj, strict=True)))
+        assert math.isclose(s.expected_ms(cands[j]), math.exp(mean), rel_tol=1e-9)
+        assert math.isclose(s.optimistic_ms(cands[j]), math.exp(mean - Z * sd), rel_tol=1e-9)
+    assert math.isclose(k(0, 0), MODEL_BAND ** 2)
+
+
+def test_the_leaders_first_then_what_the_timings_leave_room_for() -> None:
+    # the model calls 'cols' points 1.5x too slow: the truth's best is p1, predicted #2
+    cands, truth = _space(40, {"rows": 1.0, "cols": 1 / 1.5})
     s = simulate(cands, truth, 4)
     assert list(s.measured)[:2] == ["p0", "p1"]  # the first half of the budget: the leaders
     assert s.best() == ("p1", truth["p1"])
+    # then the points the timings say can beat p1: 'cols' ones, not the next 'rows' (p2)
+    assert all(cands[int(k[1:])].params["layout"] == "cols" for k in list(s.measured)[2:])
 
 
-def test_it_finds_a_best_the_ranking_puts_late() -> None:
-    """An lsu point predicted #9 is the fastest; plain top-4 misses it; the search, having
-    seen lsu points run faster than predicted, reaches it within 8 runs."""
-    cands, truth = _space(40, {"fp32": 1.0, "lsu": 0.97})
+def test_neighbours_learn_from_a_timing() -> None:
+    """A 'cols' point predicted #9 is the fastest; plain top-4 misses it; the search, having
+    seen 'cols' points run faster than predicted, reaches it within 8 runs. A point's
+    measured time moves its neighbours' expected times more than far points'."""
+    cands, truth = _space(40, {"rows": 1.0, "cols": 0.97})
     truth["p9"] = 0.7
     top4 = sorted(cands, key=lambda c: c.predicted_ms)[:4]
     assert min(truth[c.key] for c in top4) > 0.9
     s = simulate(cands, truth, 8)
     assert s.best() is not None and s.best()[0] == "p9"  # type: ignore[index]
+    one = Search(cands, 8)
+    one.record("p0", 0.5)  # p0: rows, block 32; twice as fast as predicted
+    moved = {c.key: one.expected_ms(c) / c.predicted_ms for c in cands}
+    assert moved["p0"] < moved["p2"] < moved["p3"] < moved["p15"] < 1  # 1, 2 and 3 parameters apart
 
 
 def test_it_stops_when_nothing_can_beat_the_best() -> None:
     # one clear winner, every other point predicted far slower: no need to spend the budget
-    cands = [Candidate("win", 1.0, "fp32")] + [Candidate(f"p{i}", 4.0 + i, "fp32") for i in range(30)]
+    cands = [Candidate("win", 1.0)] + [Candidate(f"p{i}", 4.0 + i) for i in range(30)]
     s = simulate(cands, {c.key: c.predicted_ms for c in cands}, 20)
-    assert len(s.measured) == 10 and s.stopped.startswith("no unmeasured point")
-    flat = [Candidate(f"q{i}", 1.0, "fp32") for i in range(10)]  # any of them could win
+    assert len(s.measured) == 10 and s.stopped.startswith("no unmeasured point")  # the leaders
+    flat = [Candidate(f"q{i}", 1.0, {"i": i}) for i in range(10)]  # any of them could win
     assert simulate(flat, {c.key: 1.0 for c in flat}, 3).stopped == "budget of 3 runs spent"
 
 
 def test_a_failed_point_never_wins_and_the_budget_holds() -> None:
-    cands, truth = _space(12, {"fp32": 1.0, "lsu": 1.0})
+    cands, truth = _space(12, {"rows": 1.0, "cols": 1.0})
     del truth["p0"]  # failed to verify: infinite
     s = simulate(cands, truth, 5)
     assert len(s.measured) <= 5 and math.isinf(s.measured["p0"]) and s.best()[0] != "p0"  # type: ignore[index]
     assert Search(cands, 1).next() == cands[0]
+    nothing = Search([Candidate("a", math.inf), Candidate("b", 2.0)], 2)
+    assert nothing.next() == Candidate("b", 2.0)  # a point with no prediction comes last
+    nothing.record("b", 1.0)
+    assert nothing.optimistic_ms(Candidate("a", math.inf)) == math.inf
 
 
 def test_on_this_projects_h200_records() -> None:
@@ -71,7 +132,7 @@ def test_on_this_projects_h200_records() -> None:
         if len(rows) < 8:
             continue
         spaces += 1
-        cands = [Candidate(json.dumps(r["params"], sort_keys=True), r["predicted_ms"], "")
+        cands = [Candidate(json.dumps(r["params"], sort_keys=True), r["predicted_ms"], r["params"])
                  for r in rows]
         truth = {c.key: r["measured"]["median_ms"] for c, r in zip(cands, rows, strict=True)}
         s = simulate(cands, truth, 8)

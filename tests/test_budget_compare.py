@@ -111,17 +111,20 @@ def test_kernel_tuner_replays_the_cache(tmp_path: Path) -> None:
     assert bc.kt_search(space, cache, "bayes_opt", 4, 5) == bc.kt_search(space, cache, "bayes_opt", 4, 5)
 
 
-def test_the_replay_groups_points_by_the_bound_measure_does(tmp_path: Path) -> None:
-    """measure --budget groups its correction by the roof the model said binds a point; the
-    replay reads it from the record (`predicted_bound`, or `bound` in records the corpus's
-    re-prediction wrote before it had that name), so it runs the same search."""
-    p = _record(tmp_path)
-    rec = json.loads(p.read_text())
-    for i, r in enumerate(rec["results"]):
-        r["predicted_bound" if i % 2 else "bound"] = "lsu" if i < 3 else "fp32"
-    p.write_text(json.dumps(rec))
-    space = bc.load_space(str(p))
-    assert [q.kind for q in space.points if not q.pruned] == ["lsu"] * 3 + ["fp32"] * 4
+def test_the_replay_gives_the_search_each_points_parameters(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """measure --budget learns from a timing about the timed point's neighbours in
+    parameter space; the replay hands the search each point's parameters from the record,
+    as measure does, so it runs the same search."""
+    from occupancy.tune import budget
+
+    seen: list[Any] = []
+    real = budget.simulate
+    monkeypatch.setattr(budget, "simulate", lambda c, t, b: seen.append(c) or real(c, t, b))
+    space = bc.load_space(str(_record(tmp_path)))
+    bc.project_search(space, 4)
+    rows = [q for q in space.points if not q.pruned]
+    assert [c.params for c in seen[0]] == [q.params for q in rows] and rows[0].params
 
 
 def test_a_kernel_tuner_run_that_never_returns_counts_as_finding_nothing(

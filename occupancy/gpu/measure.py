@@ -493,8 +493,7 @@ def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: in
 
         by_key = {_label(r): r for r in ranked}
         search = Search([Candidate(k, r.prediction.predicted_ms if r.prediction else 1.0,
-                                   r.prediction.bound if r.prediction else "")
-                         for k, r in by_key.items()], budget)
+                                   r.point.params) for k, r in by_key.items()], budget)
         while (c := search.next()) is not None:
             if progress:
                 progress(len(results), budget, c.key)
