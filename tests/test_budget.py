@@ -8,6 +8,9 @@ import json
 import math
 from pathlib import Path
 
+import pytest
+
+from occupancy.tune import budget
 from occupancy.tune.budget import MODEL_BAND, NOISE, Candidate, Search, Z, _Posterior, distance, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +32,8 @@ def test_distance_counts_differing_parameters() -> None:
     assert math.isclose(distance({"b": 64}, {"b": 96}), math.log2(1.5))
     assert distance({"s": "x", "f": True}, {"s": "y", "f": False}) == 2  # text, flags: 1 each
     assert distance({"b": 0}, {"b": 1}) == 1 and distance({"b": 1}, {"c": 1}) == 2
+    assert distance({"b": 10 ** 400}, {"b": 1}) == 1  # no overflow from a hostile value
+    assert distance({"b": math.inf}, {"b": 1}) == 1 and distance({"b": math.nan}, {"b": 1}) == 1
 
 
 def _solve(a: list[list[float]], b: list[float]) -> list[float]:
@@ -103,6 +108,19 @@ def test_it_stops_when_nothing_can_beat_the_best() -> None:
     assert len(s.measured) == 10 and s.stopped.startswith("no unmeasured point")  # the leaders
     flat = [Candidate(f"q{i}", 1.0, {"i": i}) for i in range(10)]  # any of them could win
     assert simulate(flat, {c.key: 1.0 for c in flat}, 3).stopped == "budget of 3 runs spent"
+
+
+def test_past_max_fit_timings_still_count_but_fit_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process is fitted on the first MAX_FIT timings (each later one would cost a row of
+    the factor for every candidate); later points are still timed, and the best still wins."""
+    monkeypatch.setattr(budget, "MAX_FIT", 2)
+    cands, truth = _space(20, {"rows": 1.0, "cols": 1.0})
+    truth["p5"] = 0.5
+    s = Search(cands, 20)
+    for key in ("p0", "p1", "p2", "p5"):
+        s.record(key, truth[key])
+    assert len(s._post.fitted) == 2 and s.best() == ("p5", 0.5)
+    assert simulate(cands, {c.key: 1.0 for c in cands}, 6).measured.keys() >= {"p0", "p1", "p2"}
 
 
 def test_a_failed_point_never_wins_and_the_budget_holds() -> None:

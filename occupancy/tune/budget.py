@@ -55,10 +55,19 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
         x, y = a.get(name), b.get(name)
         if x == y:
             continue
-        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-                      for v in (x, y))
-        d += min(1.0, abs(math.log2(x / y))) if numbers else 1.0  # type: ignore[operator]
+        d += _step(x, y)
     return d
+
+
+def _step(x: Any, y: Any) -> float:
+    """One parameter's share of a distance: min(1, |log2(x / y)|) for two positive
+    numbers, else 1 (text, flags, a value missing on one side, a number too large)."""
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (x, y)):
+        try:
+            return min(1.0, abs(math.log2(x) - math.log2(y)))
+        except (OverflowError, ValueError):
+            return 1.0
+    return 1.0
 
 
 class _Posterior:
