@@ -138,6 +138,8 @@ def load_space(path: str) -> Space | None:
         return None
     if not isinstance(d, dict) or not isinstance(d.get("results"), list) or not d["results"]:
         return None
+    if "search" in d:
+        return None  # a budgeted search's own run: the points it chose, not a space
     rows = d["results"]
     if not all(isinstance(r, dict) and isinstance(r.get("params"), dict) for r in rows):
         return None

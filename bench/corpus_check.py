@@ -42,10 +42,8 @@ def check(path: str) -> dict[str, object] | None:
     best = min(truth.values())
     by_pred = sorted(rows, key=lambda r: r["predicted_ms"])
     fastest = min(rows, key=lambda r: r["measured"]["median_ms"])
-    # the kind measure --budget groups its correction by: the roof the model said binds the
-    # point (`predicted_bound`; bench/corpus/repredict.py wrote it as `bound` before 2026-12-02)
-    cands = [Candidate(key(r), r["predicted_ms"], str(r.get("predicted_bound") or r.get("bound") or ""))
-             for r in rows]
+    # measure --budget learns about a point's neighbours from its parameters
+    cands = [Candidate(key(r), r["predicted_ms"], r["params"]) for r in rows]
     out: dict[str, object] = {
         "record": Path(path).name, "space": space_of(path),
         "part": "validation" if space_of(path) in VALIDATION else "calibration",

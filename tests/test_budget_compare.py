@@ -86,6 +86,9 @@ def test_a_file_that_is_not_a_tuning_record_is_left_out(tmp_path: Path) -> None:
     p = tmp_path / "m.json"
     p.write_text(json.dumps({"entries": {}}))
     assert bc.load_space(str(p)) is None
+    searched = json.loads(_record(tmp_path).read_text())  # a budgeted search's own run
+    p.write_text(json.dumps({**searched, "search": {"budget": 4, "runs": 4, "stopped": ""}}))
+    assert bc.load_space(str(p)) is None
 
 
 def test_the_projects_search_and_the_model_top(tmp_path: Path) -> None:

@@ -200,6 +200,5 @@ def test_tuning_record_builders() -> None:
     bare = tuning_result(replace(ranked[0], prediction=None), 1, timing([1.0]), True, 0.0,
                          blocks[0])
     assert bare["predicted_ms"] is None and bare["error"] is None and bare["predicted_bound"] is None
-    # the roof each point is bound by, which measure --budget groups its correction by: a
-    # replay of the record (bench/corpus_check.py, bench/budget_compare.py) reads it back
+    # the roof each point is bound by, kept in the record for whoever reads it back
     assert [r["predicted_bound"] for r in results] == [r.prediction.bound for r in ranked]  # type: ignore[union-attr]

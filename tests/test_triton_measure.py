@@ -255,6 +255,15 @@ def test_run_plan_all_top_and_budget() -> None:
     log.clear()
     res, search = run_plan(ranked, 64, None, 4, _timer({**truth, 2: None}, log))
     assert 2 in log and all(r["config_index"] != 2 for r in res)
+    # the search learns about each config's neighbours from its parameters
+    from occupancy.tune import budget
+
+    made: list[Any] = []
+    real = budget.Search
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(budget, "Search", lambda c, b: made.append(c) or real(c, b))
+        run_plan(ranked, 64, None, 2, _timer(truth, []))
+    assert [c.params for c in made[0]] == [c.config for c in ranked] and made[0][0].params
 
 
 def test_record_shape_pass_rule_and_store() -> None:

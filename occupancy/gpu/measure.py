@@ -492,7 +492,7 @@ def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: in
         from occupancy.tune.budget import Candidate, Search
 
         by_key = {_label(r): r for r in ranked}
-        search = Search([Candidate(k, r.prediction.predicted_ms if r.prediction else 1.0,
+        search = Search([Candidate(k, r.prediction.predicted_ms if r.prediction else math.inf,
                                    r.point.params) for k, r in by_key.items()], budget)
         while (c := search.next()) is not None:
             if progress:

@@ -100,7 +100,7 @@ def run_plan(ranked: Sequence[ConfigResult], size: int, top: int | None, budget:
     from occupancy.tune.budget import Candidate, Search
 
     by_key = {label(c.config): c for c in ranked}
-    search = Search([Candidate(k, c.by_size[size].predicted_ms or 1.0, c.config)
+    search = Search([Candidate(k, c.by_size[size].predicted_ms or math.inf, c.config)
                      for k, c in by_key.items()], budget)
     runs = 0
     while (cand := search.next()) is not None:

@@ -3,16 +3,18 @@
 The model ranks every point; measuring them all is what tuners do and what this avoids.
 The search is a Bayesian optimisation whose prior is the model: a point's log time is its
 predicted log time plus an error the model makes, and that error is a Gaussian process
-over the points' parameters. Its prior spread is the model's error band on the validation
-corpus; half of it is shared by every point of the kernel (the model reads a whole kernel
-too fast or too slow) and half is shared by neighbours only, falling by RHO for each
-parameter in which two points differ (a power-of-two step of a numeric parameter counts
-as one difference, a larger step too). Each measured time updates every point's expected
-time and doubt; the next point timed is the one whose optimistic time (expected less Z
-standard deviations) is lowest: first the predicted best, then the point the measurements
-leave most room to beat the best so far, which is often one unlike those timed. It stops
-when no unmeasured point's optimistic time beats the best measured within the timing
-noise, or at the budget.
+over the points' parameters. Part of it every point of the kernel shares (the model reads
+the whole kernel too fast or too slow: a wide prior, OFFSET, which the first timing
+settles); the rest, of the size of the model's error band on the validation corpus, a
+point shares with its neighbours, falling by RHO for each parameter in which two points
+differ (a power-of-two step of a numeric parameter counts as one difference, a larger
+step too). Where the timings show the model's error wider than the band, the doubt widens
+with it. The first half of the budget goes to the predicted leaders; then, one at a time,
+the point whose optimistic time (expected less Z standard deviations) is lowest: the point
+the measurements leave most room to beat the best so far, often one unlike those timed.
+Points with no usable prediction come after every point that could still win, in the
+order given. It stops when no unmeasured point's optimistic time beats the best measured
+within the timing noise, or at the budget.
 
 Pure: the caller times the points (gpu/measure.py on a GPU, or a record of measured times
 in `simulate`, which replays a tuning space's ground truth for the comparison with other
@@ -34,8 +36,11 @@ from occupancy.tune.model import BAND_RATIO
 MODEL_BAND = math.log(BAND_RATIO)
 NOISE = 0.02
 Z = 2.0  # standard deviations of optimism: a point is skipped only when it is that sure to lose
-SHARED = 0.5  # the part of the model's error (as a variance) every point of a kernel shares
-RHO = 0.7  # how much of the rest two points share, per parameter in which they differ
+# The error every point of a kernel shares (the model reads the whole kernel too fast or too
+# slow, as on a device whose constants were never measured): a wide prior, up to ~10x, so
+# that the first timing sets it and it widens no point's doubt.
+OFFSET = 2 * MODEL_BAND
+RHO = 0.7  # how much of the rest of the error two points share, per parameter they differ in
 LEAD = 0.5  # the share of the budget spent on the predicted leaders before the process picks
 MAX_FIT = 64  # measured points the process is fitted on (later ones still count as timed)
 
@@ -44,73 +49,93 @@ MAX_FIT = 64  # measured points the process is fitted on (later ones still count
 class Candidate:
     key: str  # the point's parameters, as text
     predicted_ms: float
-    params: Mapping[str, Any] = field(default_factory=dict)  # name -> value: its neighbours
+    # name -> value: who its neighbours are (not part of its identity: the key is)
+    params: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
     """How many parameters two points differ in: a positive number's step counts by its
-    log2 ratio, at most 1 (64 -> 128 is 1, 64 -> 96 is 0.58); any other change counts 1."""
+    log2 ratio, at most 1 (64 -> 128 is 1, 64 -> 96 is 0.58); any other change counts 1
+    (text, flags, a value missing on one side)."""
+    names = sorted(a.keys() | b.keys())
+    return _apart(_coords(a, names), _coords(b, names))
+
+
+_MISSING = object()
+
+
+def _coords(params: Mapping[str, Any], names: Sequence[str]) -> tuple[Any, ...]:
+    """A point's parameters as distance() compares them: log2 of a positive number, else
+    the value itself (boxed, so that it never equals a number)."""
+    out: list[Any] = []
+    for n in names:
+        v = params.get(n, _MISSING)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            try:
+                out.append(float(math.log2(v)))
+                continue
+            except (OverflowError, ValueError):
+                pass
+        out.append((v,))
+    return tuple(out)
+
+
+def _apart(a: tuple[Any, ...], b: tuple[Any, ...]) -> float:
     d = 0.0
-    for name in a.keys() | b.keys():
-        x, y = a.get(name), b.get(name)
+    for x, y in zip(a, b, strict=True):
         if x == y:
             continue
-        d += _step(x, y)
+        both = isinstance(x, float) and isinstance(y, float)
+        d += min(1.0, abs(x - y)) if both else 1.0
     return d
 
 
-def _step(x: Any, y: Any) -> float:
-    """One parameter's share of a distance: min(1, |log2(x / y)|) for two positive
-    numbers, else 1 (text, flags, a value missing on one side, a number too large)."""
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (x, y)):
-        try:
-            return min(1.0, abs(math.log2(x) - math.log2(y)))
-        except (OverflowError, ValueError):
-            return 1.0
-    return 1.0
+def _log_predicted(c: Candidate) -> float:
+    """log of a usable prediction; inf for none (0, negative, NaN, inf): timed last."""
+    p = c.predicted_ms
+    return math.log(p) if p > 0 and math.isfinite(p) else math.inf
 
 
 class _Posterior:
-    """The Gaussian process on log(measured / predicted), updated one measurement at a time
-    (a Cholesky factor grown by a row): for every candidate j, v[j] = L^-1 k(fitted, j)."""
+    """The Gaussian process on log(measured) - log(predicted), updated one measurement at a
+    time (a Cholesky factor grown by a row): for every candidate j, v[j] = L^-1 k(fitted, j),
+    and w = L^-1 y. Its covariance: OFFSET^2 (the kernel's shared error) plus MODEL_BAND^2
+    RHO^distance (a point's own, shared with its neighbours), the timing noise on the
+    diagonal."""
 
     def __init__(self, candidates: Sequence[Candidate]) -> None:
         self.cands = candidates
-        self.prior = MODEL_BAND ** 2
+        names = sorted({n for c in candidates for n in c.params})
+        self.coords = [_coords(c.params, names) for c in candidates]
+        self.local = MODEL_BAND ** 2
+        self.prior = OFFSET ** 2 + self.local
         self.fitted: list[int] = []
-        self.rows: list[list[float]] = []  # L, lower triangular
-        self.w: list[float] = []  # L^-1 y
+        self.w: list[float] = []
         self.v: list[list[float]] = [[] for _ in candidates]
+        self.scale = 1.0
 
     def kernel(self, i: int, j: int) -> float:
-        near = RHO ** distance(self.cands[i].params, self.cands[j].params)
-        return self.prior * (SHARED + (1 - SHARED) * near)
+        return OFFSET ** 2 + self.local * RHO ** _apart(self.coords[i], self.coords[j])
 
-    def add(self, i: int, log_ratio: float) -> None:
+    def add(self, i: int, error: float) -> None:
         if len(self.fitted) >= MAX_FIT:
             return
         li = list(self.v[i])  # a copy: v[i] itself grows in the loop below
         diag = math.sqrt(max(self.prior + NOISE ** 2 - _dot(li, li), 1e-12))
-        self.w.append((log_ratio - _dot(li, self.w)) / diag)
-        self.rows.append(li + [diag])
+        self.w.append((error - _dot(li, self.w)) / diag)
         for j, vj in enumerate(self.v):
             vj.append((self.kernel(i, j) - _dot(vj, li)) / diag)
         self.fitted.append(i)
+        # How much wider the model's error is on this kernel than its band: the amplitude
+        # the timings so far make likeliest (y' K^-1 y / n), never below the band's. The
+        # shared offset's wide prior keeps a kernel-wide bias out of it.
+        self.scale = math.sqrt(max(1.0, _dot(self.w, self.w) / len(self.w)))
 
     def log_ms(self, j: int) -> tuple[float, float]:
         """(expected log time, its standard deviation) of candidate j."""
         vj = self.v[j]
-        predicted = self.cands[j].predicted_ms
-        if not predicted > 0:
-            return math.inf, 0.0  # no prediction to start from: timed last
-        mean = math.log(predicted) + _dot(vj, self.w)
-        return mean, self.scale() * math.sqrt(max(self.prior - _dot(vj, vj), 0.0))
-
-    def scale(self) -> float:
-        """How much wider the model's error is on this kernel than its band: the amplitude
-        the timings so far make likeliest (y' K^-1 y / n), never below the band's."""
-        n = len(self.w)
-        return math.sqrt(max(1.0, _dot(self.w, self.w) / n)) if n else 1.0
+        mean = _log_predicted(self.cands[j]) + _dot(vj, self.w)
+        return mean, self.scale * math.sqrt(max(self.prior - _dot(vj, vj), 0.0))
 
 
 def _dot(a: Sequence[float], b: Sequence[float]) -> float:
@@ -153,14 +178,17 @@ class Search:
         if len(self.measured) >= self.budget:
             self.stopped = f"budget of {self.budget} runs spent"
             return None
-        if len(self.measured) < LEAD * self.budget:
-            return min(todo, key=lambda c: c.predicted_ms)
+        if len(self.measured) < min(LEAD * self.budget, MAX_FIT // 2):
+            return min(todo, key=_log_predicted)  # the leaders (at most half of what is fitted)
         pick = min(todo, key=self.optimistic_ms)
         best = self.best()
-        if best is not None and self.optimistic_ms(pick) >= best[1] * (1 - NOISE):
-            self.stopped = "no unmeasured point can beat the best measured (within the noise)"
-            return None
-        return pick
+        if best is None or self.optimistic_ms(pick) < best[1] * (1 - NOISE):
+            return pick
+        unknown = [c for c in todo if not math.isfinite(_log_predicted(c))]
+        if unknown:  # nothing predicted can win; what has no prediction might: in order
+            return unknown[0]
+        self.stopped = "no unmeasured point can beat the best measured (within the noise)"
+        return None
 
     def record(self, key: str, ms: float) -> None:
         """A point's measured time; one that failed to verify or run never wins and teaches
@@ -170,9 +198,9 @@ class Search:
             return
         self.measured[key] = ms
         i = self._index[key]
-        predicted = self.candidates[i].predicted_ms
-        if predicted > 0 and math.isfinite(predicted):
-            self._post.add(i, math.log(ms / predicted))
+        predicted = _log_predicted(self.candidates[i])
+        if math.isfinite(predicted):
+            self._post.add(i, math.log(ms) - predicted)
 
 
 def run(candidates: Sequence[Candidate], budget: int,

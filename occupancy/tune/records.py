@@ -87,7 +87,7 @@ class _TuningFields(TypedDict):
 
 class TuningResult(_TuningFields, total=False):
     """One point of a user's tuning space on the GPU, and the roof the model said binds it
-    (the kind `measure --budget` groups its correction by; Triton configs have none)."""
+    (what `tile` reports and a replay of the record reads back; Triton configs have none)."""
 
     predicted_bound: str | None
 
