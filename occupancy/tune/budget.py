@@ -37,8 +37,9 @@ MODEL_BAND = math.log(BAND_RATIO)
 NOISE = 0.02
 Z = 2.0  # standard deviations of optimism: a point is skipped only when it is that sure to lose
 # The error every point of a kernel shares (the model reads the whole kernel too fast or too
-# slow, as on a device whose constants were never measured): a wide prior, up to ~10x, so
-# that the first timing sets it and it widens no point's doubt.
+# slow, as on a device whose constants were never measured): a prior twice the band's, so
+# that the first timing sets it and a bias up to ~2x widens no point's doubt (a larger one
+# does: a model that far off here is likely off between points too).
 OFFSET = 2 * MODEL_BAND
 RHO = 0.7  # how much of the rest of the error two points share, per parameter they differ in
 LEAD = 0.5  # the share of the budget spent on the predicted leaders before the process picks
