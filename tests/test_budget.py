@@ -198,3 +198,29 @@ def test_on_this_projects_h200_records() -> None:
         s = simulate(cands, truth, 8)
         assert s.best()[1] <= min(truth.values()) * 1.03, f  # type: ignore[index]
     assert spaces >= 15
+
+
+def test_each_pick_says_why_and_the_view_shows_it_inert() -> None:
+    """The search records why it timed each point: a leader, a point that could beat the
+    best so far (with its expected and optimistic times), or one with no prediction; the
+    measure view lists them under the summary, point text inert."""
+    from rich.console import Console
+
+    from occupancy.output.terminal_tune import measured_view
+
+    cands, truth = _space(40, {"rows": 1.0, "cols": 1 / 1.5})
+    s = simulate(cands + [Candidate("none", math.inf)], truth, 4)
+    whys = [w for _, w in s.picks]
+    assert [k for k, _ in s.picks] == list(s.measured)
+    assert whys[:2] == ["a leader", "a leader"] and whys[2].startswith("could beat the best so far")
+    assert "expected" in whys[2] and "ms at best" in whys[2]
+    lone = simulate([Candidate("b", 2.0), Candidate("a", math.inf), Candidate("c", 9.0)], {"b": 1.0}, 2)
+    assert lone.picks[1] == ("a", "no prediction, and no predicted point can win")
+    rec = json.loads((ROOT / "bench/results/h200-budget-gp/round2/kt-pnpoly-2000000-b4.json").read_text())
+    rec["search"]["picks"] = [{"point": "x=1\x1b[31m\n::error::pwned", "why": "a leader"}]
+    out = Console(width=200, color_system=None, record=True)
+    out.print(measured_view(rec, True))
+    text = out.export_text()
+    assert "4 runs of a budget of 4" in text and "1. 'x=1\\x1b[31m\\n::error::pwned': a leader" in text
+    assert "\x1b" not in text and "\n::error" not in text
+

@@ -121,6 +121,29 @@ def test_measure_verifies_against_another_kernel(cp: Any, dev: Device, tmp_path:
             assert r["verified"] is ok, r
 
 
+def test_measure_budget_times_its_picks_and_says_why(cp: Any, dev: Device) -> None:
+    """`--budget 4` on the SGEMM example: at most 4 points timed, each verified, the record's
+    picks the timed points in order, the first two the predicted leaders, and the record
+    valid JSON."""
+    import json
+
+    from occupancy.gpu.measure import measure_tuning
+    from occupancy.inputs.manifest.tuning import load_tuning
+    from occupancy.tune.spaces import points, rank
+
+    spec = load_tuning(ROOT / "examples/sgemm/tune.yaml", "sgemm2d", {"M": 512, "N": 512, "K": 512})
+    pts, removed = points(spec)
+    report = rank(spec, dev, pts, removed)
+    rec = measure_tuning(spec, report, None, 3, None, 4)
+    s = rec["search"]
+    assert s["runs"] == len(rec["results"]) <= 4 and len(s["picks"]) == s["runs"]
+    assert [p["point"] for p in s["picks"]] == [
+        " ".join(f"{k}={v}" for k, v in r["params"].items()) for r in rec["results"]]
+    assert [p["why"] for p in s["picks"][:2]] == ["a leader", "a leader"]
+    assert all(r["verified"] for r in rec["results"])
+    json.dumps(rec, allow_nan=False)
+
+
 def test_cluster_table_and_random_launches_equal_the_driver(cp: Any, dev: Device) -> None:
     """devices detect's table equals the shipped H200 one, and >= 500 random launches
     (kernels' own registers, block sizes, smem, carveouts, 1-D/2-D/3-D cluster shapes) give
@@ -206,6 +229,8 @@ def test_triton_measure_budget_and_a_wrong_reference(triton_launch: None,
 
     rec = measure_triton(str(TRITON / "manifest.yaml"), "softmax", {}, None, 3, budget=2)
     assert rec["search"]["runs"] <= 2 and len(rec["results"]) <= 2
+    assert len(rec["search"]["picks"]) == rec["search"]["runs"]
+    assert rec["search"]["picks"][0]["why"] == "a leader"
     assert all(r["verified"] for r in rec["results"])
     for f in ("matmul.py", "manifest.yaml"):
         shutil.copy(TRITON / f, tmp_path / f)

@@ -96,13 +96,20 @@ def test_committed_gpu_records_match_the_schema() -> None:
              res / "h200-final-2/tune-transpose-4096.json",
              res / "h200-final-2/tune-layernorm5.json",
              *sorted(res.glob("h200-final-3/tune-*.json")), *sorted(res.glob("h200-final-3/budget-*.json")),
-             *sorted(res.glob("h200-corpus/*.json"))]
+             *sorted(res.glob("h200-corpus/*.json")), *sorted(res.glob("h200-budget-gp/**/*.json"))]
     tuned = [f for f in tuned if f.name not in ("store.json", "lds-wavefronts.json")]
-    assert len(shipped) == 10 and len(tuned) >= 31 + 3 + 19
+    assert len(shipped) == 10 and len(tuned) >= 31 + 3 + 19 + 11
     for f in shipped:
         _validate(json.loads(f.read_text()), "measure")
     for f in tuned:
         _validate(json.loads(f.read_text()), "measure_tuning")
+    # a budgeted search's picks: why each point was timed
+    rec = json.loads((res / "h200-budget-gp/round2/kt-pnpoly-2000000-b4.json").read_text())
+    rec["search"]["picks"] = [{"point": "block_size_x=128", "why": "a leader"}]
+    _validate(rec, "measure_tuning")
+    rec["search"]["picks"] = [{"point": "block_size_x=128"}]
+    with pytest.raises(Exception, match="why"):
+        _validate(rec, "measure_tuning")
 
 
 def test_measure_builders_and_pass_rules() -> None:

@@ -114,7 +114,8 @@ def run_plan(ranked: Sequence[ConfigResult], size: int, top: int | None, budget:
             results.append(r)
     if progress:
         progress(runs, runs, "done")
-    return results, {"budget": search.budget, "runs": runs, "stopped": search.stopped}
+    return results, {"budget": search.budget, "runs": runs, "stopped": search.stopped,
+                     "picks": [{"point": k, "why": w} for k, w in search.picks]}
 
 
 # --- one call: its arguments and grid (pure: `make` creates the arrays) ---------------------
@@ -281,7 +282,7 @@ def measure_triton(manifest: str, kernel: str, overrides: Mapping[str, int], top
                         runner.failures)
     if search is not None:
         rec["search"] = {"budget": search["budget"], "runs": search["runs"],
-                         "stopped": search["stopped"]}
+                         "stopped": search["stopped"], "picks": search["picks"]}
     return rec
 
 

@@ -82,6 +82,8 @@ def measured_view(record: Any, tuning: bool) -> RenderableType:
     if "search" in record:
         s = record["search"]
         parts.append(Text(f"{s['runs']} runs of a budget of {s['budget']}: {s['stopped']}"))
+        for i, p in enumerate(s.get("picks") or [], start=1):
+            parts.append(Text(f"  {i}. {inert(str(p.get('point', '')))}: {inert(str(p.get('why', '')))}"))
     return Group(*parts)
 
 

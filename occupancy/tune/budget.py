@@ -151,6 +151,7 @@ class Search:
     budget: int
     measured: dict[str, float] = field(default_factory=dict)  # key -> measured ms
     stopped: str = ""  # why it ended ("" while it goes on)
+    picks: list[tuple[str, str]] = field(default_factory=list)  # (key, why it was timed)
 
     def __post_init__(self) -> None:
         self._post = _Posterior(self.candidates)
@@ -180,16 +181,25 @@ class Search:
             self.stopped = f"budget of {self.budget} runs spent"
             return None
         if len(self.measured) < min(LEAD * self.budget, MAX_FIT // 2):
-            return min(todo, key=_log_predicted)  # the leaders (at most half of what is fitted)
+            lead = min(todo, key=_log_predicted)  # the leaders (at most half of what is fitted)
+            return self._pick(lead, "a leader" if math.isfinite(_log_predicted(lead)) else
+                              "a leader, in order (no prediction)")
         pick = min(todo, key=self.optimistic_ms)
         best = self.best()
         if best is None or self.optimistic_ms(pick) < best[1] * (1 - NOISE):
-            return pick
+            why = (f"could beat the best so far ({best[1]:.4g} ms): expected "
+                   f"{self.expected_ms(pick):.4g} ms, {self.optimistic_ms(pick):.4g} ms at best"
+                   if best else "a leader")
+            return self._pick(pick, why)
         unknown = [c for c in todo if not math.isfinite(_log_predicted(c))]
         if unknown:  # nothing predicted can win; what has no prediction might: in order
-            return unknown[0]
+            return self._pick(unknown[0], "no prediction, and no predicted point can win")
         self.stopped = "no unmeasured point can beat the best measured (within the noise)"
         return None
+
+    def _pick(self, c: Candidate, why: str) -> Candidate:
+        self.picks.append((c.key, why))
+        return c
 
     def record(self, key: str, ms: float) -> None:
         """A point's measured time; one that failed to verify or run never wins and teaches

@@ -108,6 +108,7 @@ class _Search(TypedDict):
     budget: int  # --budget
     runs: int  # points timed
     stopped: str  # why the search ended
+    picks: list[dict[str, str]]  # in the order timed: {"point": its params, "why": ...}
 
 
 class _TuningRecordBase(RunEnvironment):
