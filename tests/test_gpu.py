@@ -230,7 +230,8 @@ def test_triton_measure_budget_and_a_wrong_reference(triton_launch: None,
     rec = measure_triton(str(TRITON / "manifest.yaml"), "softmax", {}, None, 3, budget=2)
     assert rec["search"]["runs"] <= 2 and len(rec["results"]) <= 2
     assert len(rec["search"]["picks"]) == rec["search"]["runs"]
-    assert rec["search"]["picks"][0]["why"] == "a leader"
+    # the softmax configs have no predicted time: the leaders in Triton's ranked order
+    assert rec["search"]["picks"][0]["why"].startswith("a leader")
     assert all(r["verified"] for r in rec["results"])
     for f in ("matmul.py", "manifest.yaml"):
         shutil.copy(TRITON / f, tmp_path / f)
