@@ -17,9 +17,10 @@ export OUT
 mkdir -p "$OUT/budget" "$OUT/corpus"
 PLAN=$OUT/budget/plan.tsv
 TILES=$OUT/budget/tile-jobs.txt
+spaces=$(python -c "import yaml; print(' '.join(s['id'] for s in yaml.safe_load(open('bench/corpus/corpus.yaml'))['spaces']))")
 ids=()
 for pair in "$@"; do
-  for sp in $(python -c "import yaml,sys; print(' '.join(s['id'] for s in yaml.safe_load(open('bench/corpus/corpus.yaml'))['spaces']))"); do
+  for sp in $spaces; do
     [[ "${pair%%:*}" == "$sp"-* ]] && ids+=("$sp")
   done
 done

@@ -505,8 +505,7 @@ def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: in
         progress(len(results), len(results), "done")
     rec = tuning_record(run_environment(cp, live), report, reps, results)
     if search is not None:
-        rec["search"] = {"budget": search.budget, "runs": len(results), "stopped": search.stopped,
-                         "picks": [{"point": k, "why": w} for k, w in search.picks]}
+        rec["search"] = search.summary()
     return rec
 
 

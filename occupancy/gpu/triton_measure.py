@@ -29,7 +29,7 @@ from occupancy.inputs.safety import INT32_MAX, inert
 if TYPE_CHECKING:
     from occupancy.core.device import Device
     from occupancy.inputs.manifest.triton import TritonSpec
-    from occupancy.tune.records import TritonRecord, TritonResult
+    from occupancy.tune.records import SearchSummary, TritonRecord, TritonResult
     from occupancy.tune.triton_space import ConfigResult, DeviceTile
 
 TORCH_HINT = "needs PyTorch: Triton's launcher uses it (pip install torch)"
@@ -80,11 +80,11 @@ def label(config: Mapping[str, Any]) -> str:
 def run_plan(ranked: Sequence[ConfigResult], size: int, top: int | None, budget: int | None,
              time_one: Callable[[ConfigResult], TritonResult | None],
              progress: Callable[[int, int, str], None] | None = None
-             ) -> tuple[list[TritonResult], dict[str, Any] | None]:
+             ) -> tuple[list[TritonResult], SearchSummary | None]:
     """Time the configs: every ranked one, the top K, or a budgeted search (the same
     search as the CUDA path: tune/budget.py). time_one gives None for a config Triton
     refused to launch (it never wins the search). Returns the results and, with a budget,
-    {budget, runs, stopped}."""
+    the search's summary (budget, runs, stopped, picks)."""
     results: list[TritonResult] = []
     if budget is None:
         todo = list(ranked[:top] if top else ranked)
@@ -102,20 +102,17 @@ def run_plan(ranked: Sequence[ConfigResult], size: int, top: int | None, budget:
     by_key = {label(c.config): c for c in ranked}
     search = Search([Candidate(k, c.by_size[size].predicted_ms or math.inf, c.config)
                      for k, c in by_key.items()], budget)
-    runs = 0
     while (cand := search.next()) is not None:
         if progress:
-            progress(runs, budget, cand.key)
+            progress(len(search.measured), budget, cand.key)
         r = time_one(by_key[cand.key])
-        runs += 1
         ok = r is not None and r["verified"] is not False
         search.record(cand.key, r["measured"]["median_ms"] if r is not None and ok else math.inf)
         if r is not None:
             results.append(r)
     if progress:
-        progress(runs, runs, "done")
-    return results, {"budget": search.budget, "runs": runs, "stopped": search.stopped,
-                     "picks": [{"point": k, "why": w} for k, w in search.picks]}
+        progress(len(search.measured), len(search.measured), "done")
+    return results, search.summary()
 
 
 # --- one call: its arguments and grid (pure: `make` creates the arrays) ---------------------
@@ -281,8 +278,7 @@ def measure_triton(manifest: str, kernel: str, overrides: Mapping[str, int], top
                         {"triton": version, "torch": str(torch.__version__)},
                         runner.failures)
     if search is not None:
-        rec["search"] = {"budget": search["budget"], "runs": search["runs"],
-                         "stopped": search["stopped"], "picks": search["picks"]}
+        rec["search"] = search
     return rec
 
 

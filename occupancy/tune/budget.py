@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from occupancy.tune.model import BAND_RATIO
+from occupancy.tune.records import SearchSummary
 
 # The model's error band on the validation corpus (tune/model.py), as a log: the prior
 # spread of its error. The timing noise within which two medians are the same (repeat runs
@@ -196,6 +197,11 @@ class Search:
             return self._pick(unknown[0], "no prediction, and no predicted point can win")
         self.stopped = "no unmeasured point can beat the best measured (within the noise)"
         return None
+
+    def summary(self) -> SearchSummary:
+        """What a record keeps of the search: budget, runs, why it stopped, and its picks."""
+        return {"budget": self.budget, "runs": len(self.picks), "stopped": self.stopped,
+                "picks": [{"point": k, "why": w} for k, w in self.picks]}
 
     def _pick(self, c: Candidate, why: str) -> Candidate:
         self.picks.append((c.key, why))

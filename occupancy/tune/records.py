@@ -104,7 +104,7 @@ class TritonResult(TuningResult, total=False):
     resources_match: bool
 
 
-class _Search(TypedDict):
+class SearchSummary(TypedDict):
     budget: int  # --budget
     runs: int  # points timed
     stopped: str  # why the search ended
@@ -121,7 +121,7 @@ class _TuningRecordBase(RunEnvironment):
 
 
 class TuningRecord(_TuningRecordBase, total=False):
-    search: _Search  # `measure --budget N`: how the budgeted search went
+    search: SearchSummary  # `measure --budget N`: how the budgeted search went
 
 
 class TritonRecord(TuningRecord, total=False):
