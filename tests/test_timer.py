@@ -9,8 +9,10 @@ from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from occupancy.gpu import measure
-from occupancy.gpu.measure import MORE_RUNS, Timer, median_known
+from occupancy.gpu.measure import Timer, median_known
 
 
 def fake_cupy(times: Iterable[float]) -> tuple[Any, list[str]]:
@@ -45,33 +47,41 @@ def test_a_steady_kernel_gets_the_runs_asked_for() -> None:
 
 
 def test_a_noisy_median_gets_more_runs_until_it_is_known() -> None:
-    # 10 runs, 4 of them slow: the middle of the first ten is not settled; the next runs are
-    # steady, so the runs about the middle come to agree and the timing stops
-    first = [0.020, 0.031, 0.020, 0.029, 0.020, 0.036, 0.020, 0.027, 0.020, 0.020]
-    cp, _ = fake_cupy(itertools.chain(first, itertools.repeat(0.020)))
+    # 6 of the first 10 runs slow: their median is a slow run. The next runs are steady and
+    # fast, so the runs about the middle come to agree on the fast time and the timing stops.
+    first = [0.020, 0.031, 0.029, 0.020, 0.036, 0.027, 0.020, 0.033, 0.020, 0.030]
+    cp, _ = fake_cupy(itertools.chain(first, itertools.repeat(0.020, 999)))
     ms = Timer(cp, 1 << 20).time(lambda: None, reps=10)
-    assert not median_known(first)
-    assert 10 < len(ms) < 10 * MORE_RUNS and len(ms) % 10 == 0
-    assert median_known(ms)
+    assert sorted(first)[5] > 0.025  # what 10 runs alone would report
+    assert 10 < len(ms) < 100 and len(ms) % 10 == 0
+    # it stopped at the first batch that settled it
+    assert median_known(ms) and not median_known(ms[:-10])
     assert sorted(ms)[len(ms) // 2] == 0.020
 
 
-def test_more_runs_stop_at_the_cap_for_a_kernel_that_never_settles() -> None:
+def test_more_runs_stop_at_ten_times_reps_for_a_kernel_that_never_settles() -> None:
     cp, _ = fake_cupy(itertools.islice(itertools.cycle([0.010 + 0.001 * i for i in range(20)]), 999))
-    ms = Timer(cp, 1 << 20).time(lambda: None, reps=7)
-    assert len(ms) == 7 * MORE_RUNS
+    assert len(Timer(cp, 1 << 20).time(lambda: None, reps=7)) == 70
 
 
-def test_more_runs_stop_at_the_time_cap_for_a_long_kernel(monkeypatch: Any) -> None:
-    monkeypatch.setattr(measure, "MORE_RUNS_MS", 50.0)
+def test_more_runs_stop_at_the_time_cap_for_a_long_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(measure, "MORE_RUNS_MS", 100.0)
     cp, _ = fake_cupy(itertools.islice(itertools.cycle([10.0, 20.0, 30.0]), 999))
     ms = Timer(cp, 1 << 20).time(lambda: None, reps=3)
-    assert 50.0 <= sum(ms) < 50.0 + 3 * 30.0 and len(ms) < 3 * MORE_RUNS
+    assert len(ms) == 6  # 60 ms after the first batch: one more; 120 ms: stop
 
 
 def test_median_known_reads_the_ranks_about_the_middle() -> None:
     assert median_known([1.0] * 5)
-    assert median_known([1.0] * 8 + [0.9, 5.0])  # far runs at either end: not the middle
-    # runs sqrt(n) = 3 ranks either side of the middle of 10 spread 10%
-    assert not median_known([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.1, 1.1, 1.1])
+    # n = 10: the runs 3 ranks either side of the middle are the 2nd and the 9th
+    assert median_known([1.0] * 9 + [5.0]) and median_known([0.2] + [1.0] * 9)
+    assert median_known([0.2] + [1.0] * 8 + [5.0])  # one far run at each end
+    assert not median_known([1.0] * 8 + [5.0, 5.0])
+    assert not median_known([0.2, 0.2] + [1.0] * 8)
+    # within 2% of the median, and just past it
+    assert median_known([1.0] * 8 + [1.019, 1.019])
+    assert not median_known([1.0] * 8 + [1.021, 1.021])
+    assert median_known([0.981, 0.981] + [1.0] * 8)
+    assert not median_known([0.979, 0.979] + [1.0] * 8)
     assert not median_known([0.0, 0.0, 0.0])  # a zero median is never "known"
+    assert not median_known([])

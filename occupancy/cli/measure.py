@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 @click.option("--store", default=None, metavar="FILE.json",
               help="With a MANIFEST: keep the fastest params per kernel, problem and GPU here.")
 @click.option("--reps", type=click.IntRange(3, 10_000), default=20, show_default=True,
-              help="Timed runs per kernel, at least (median reported; up to 10x more while the "
-                   "runs about the median spread over 2%).")
+              help="Timed runs per kernel, at least (median reported; while the runs about the "
+                   "median spread over 2%, more, up to 10x --reps in all).")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Also write the JSON record to this file.")

@@ -75,10 +75,12 @@ L2_FLUSH_FACTOR = 2  # bytes written between timed runs, in L2 sizes
 
 # A median is known when the runs either side of it agree: the runs sqrt(n) ranks above and
 # below the middle of n (about a 95% interval for the median) lie within MEDIAN_SPREAD of
-# it. A kernel of ~20 us on the H200 spreads 10-60% between runs (p10 to p90 of 10 runs:
-# kernel_tuner's reduction at n = 2^24, bench/results/h200-corpus-calibration), so 10 runs'
-# median can land on a slow run; such a kernel is timed again, `reps` runs at a time, up
-# to MORE_RUNS x `reps` runs and MORE_RUNS_MS of timed kernel time, then reported as it is.
+# it. Kernels of ~20 us on the H200 have spread 25% between the 10th and 90th percentile
+# of 10 runs (the median over kernel_tuner's reduction at n = 2^24, one day; up to 87%:
+# bench/results/h200-corpus-calibration), so 10 runs' median can land on a slow run. Such a
+# kernel is timed again, `reps` runs at a time, until MORE_RUNS x `reps` runs in all or
+# MORE_RUNS_MS of timed kernel time (checked between batches), then reported as it is.
+# More runs pin the median down within one run of `measure`; they do not make two days agree.
 MEDIAN_SPREAD = 0.02
 MORE_RUNS = 10
 MORE_RUNS_MS = 1000.0
@@ -88,6 +90,8 @@ def median_known(ms: list[float], spread: float = MEDIAN_SPREAD) -> bool:
     """Whether the runs sqrt(n) ranks either side of the median lie within `spread` of it."""
     s = sorted(ms)
     n = len(s)
+    if not n:
+        return False
     k = math.isqrt(n)
     lo, hi = s[max(0, (n - 1) // 2 - k)], s[min(n - 1, n // 2 + k)]
     mid = (s[(n - 1) // 2] + s[n // 2]) / 2
