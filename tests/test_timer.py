@@ -39,7 +39,7 @@ def fake_cupy(times: Iterable[float]) -> tuple[Any, list[str]]:
 
 
 def test_a_steady_kernel_gets_the_runs_asked_for() -> None:
-    cp, calls = fake_cupy(itertools.cycle([1.000, 1.004, 0.998, 1.002]))
+    cp, calls = fake_cupy(itertools.islice(itertools.cycle([1.000, 1.004, 0.998, 1.002]), 999))
     launches: list[int] = []
     ms = Timer(cp, 1 << 20).time(lambda: launches.append(1), reps=10, warmup=3)
     assert len(ms) == 10
