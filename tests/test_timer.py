@@ -5,14 +5,18 @@ tests/test_gpu.py times real kernels on a GPU)."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from occupancy.gpu import measure
 from occupancy.gpu.measure import Timer, median_known
+from occupancy.output.terminal_tune import measured_view
 
 
 def fake_cupy(times: Iterable[float]) -> tuple[Any, list[str]]:
@@ -85,3 +89,24 @@ def test_median_known_reads_the_ranks_about_the_middle() -> None:
     assert not median_known([0.979, 0.979] + [1.0] * 8)
     assert not median_known([0.0, 0.0, 0.0])  # a zero median is never "known"
     assert not median_known([])
+
+
+def test_the_measure_view_says_which_points_took_more_runs() -> None:
+    """A run that timed points past --reps says how many and up to how many runs (the H200
+    record of the reduction at 2^24: 10 asked, up to 40 taken); one that did not, nothing."""
+    rec = json.loads((Path(__file__).resolve().parent.parent / "bench/results/h200-budget-gp"
+                      / "round4-timer/kt-reduction-16777216-b4.json").read_text())
+    assert rec["reps"] == 10 and [r["measured"]["runs"] for r in rec["results"]] == [20, 10, 40, 30]
+
+    def shown(record: dict[str, Any]) -> str:
+        out = Console(width=200, color_system=None, record=True)
+        out.print(measured_view(record, True))
+        return out.export_text()
+
+    assert "3 of 4 points were timed more than --reps 10 times (up to 40)" in shown(rec)
+    assert "cap" not in shown(rec)
+    rec["reps"] = 4  # 40 runs is 10x: the cap
+    assert "4 of 4 points were timed more than --reps 4 times (up to 40)" in shown(rec)
+    assert "1 reached the cap of 40 first" in shown(rec)
+    rec["reps"] = 40
+    assert "timed more than" not in shown(rec)

@@ -132,4 +132,24 @@ def measure_tuning_view(data: TuningRecord) -> RenderableType:
     if f:
         parts.append(Text("Fastest: " + inert(" ".join(f"{k}={v}" for k, v in f["params"].items()))
                           + f", {f['median_ms']:.3f} ms (the model ranked it #{f['predicted_rank']})"))
+    more = _more_runs(data)
+    if more:
+        parts.append(Text(more))
     return Group(*parts)
+
+
+def _more_runs(data: TuningRecord) -> str:
+    """Which points were timed more than --reps times for their medians to hold
+    (gpu/measure.py median_known), if any: why a run took longer, and a sign of noisy times."""
+    from occupancy.gpu.measure import MORE_RUNS
+
+    reps = data.get("reps")
+    runs = [r["measured"].get("runs", 0) for r in data["results"]]
+    more = [n for n in runs if isinstance(reps, int) and isinstance(n, int) and n > reps]
+    if not more or not isinstance(reps, int):
+        return ""
+    capped = sum(n >= reps * MORE_RUNS for n in more)
+    return (f"{len(more)} of {len(runs)} points were timed more than --reps {reps} times (up to "
+            f"{max(more)}): their times spread, so they were timed until those about the median "
+            "agreed within 2%" + (f"; {capped} reached the cap of {reps * MORE_RUNS} first, and "
+                                  "their medians are less sure" if capped else ""))
