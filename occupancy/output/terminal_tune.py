@@ -151,5 +151,7 @@ def _more_runs(data: TuningRecord) -> str:
     capped = sum(n >= reps * MORE_RUNS for n in more)
     return (f"{len(more)} of {len(runs)} points were timed more than --reps {reps} times (up to "
             f"{max(more)}): their times spread, so they were timed until those about the median "
-            "agreed within 2%" + (f"; {capped} reached the cap of {reps * MORE_RUNS} first, and "
-                                  "their medians are less sure" if capped else ""))
+            "agreed within 2%" + (f"; {capped} of them reached the cap of {reps * MORE_RUNS} "
+                                  "first, so " + ("its median is" if capped == 1 else
+                                                  "their medians are") + " less sure"
+                                  if capped else ""))
