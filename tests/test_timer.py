@@ -99,7 +99,7 @@ def test_the_measure_view_says_which_points_took_more_runs() -> None:
     assert rec["reps"] == 10 and [r["measured"]["runs"] for r in rec["results"]] == [20, 10, 40, 30]
 
     def shown(record: dict[str, Any]) -> str:
-        out = Console(width=200, color_system=None, record=True)
+        out = Console(width=400, color_system=None, record=True)  # one line, unwrapped
         out.print(measured_view(record, True))
         return out.export_text()
 
