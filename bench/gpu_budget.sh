@@ -9,6 +9,9 @@
 #
 # Phase 1 compiles and ranks the spaces (`tile`, 4 at a time, filling the compile cache);
 # phase 2 runs the searches one at a time, nothing else on the GPU.
+# Needs what bench/CORPUS.md says stays out of the repository: the local corpus (bench/corpus:
+# the public sources and their manifests, corpus.yaml) and bench/corpus_plan.py beside it,
+# which turns corpus.yaml into the tile and measure commands; carry both to the GPU machine.
 set -u
 . "$(dirname "$0")/gpu_setup.sh"
 export OCCUPANCY_CACHE_DIR=${OCCUPANCY_CACHE_DIR:-$PWD/build/corpus-cache}

@@ -141,17 +141,20 @@ def measure_tuning_view(data: TuningRecord) -> RenderableType:
 def _more_runs(data: TuningRecord) -> str:
     """Which points were timed more than --reps times for their medians to hold
     (gpu/measure.py median_known), if any: why a run took longer, and a sign of noisy times."""
-    from occupancy.gpu.measure import MORE_RUNS
+    from occupancy.gpu.measure import MEDIAN_SPREAD, MORE_RUNS
 
     reps = data.get("reps")
-    runs = [r["measured"].get("runs", 0) for r in data["results"]]
-    more = [n for n in runs if isinstance(reps, int) and isinstance(n, int) and n > reps]
-    if not more or not isinstance(reps, int):
+    if not isinstance(reps, int):
         return ""
-    capped = sum(n >= reps * MORE_RUNS for n in more)
+    runs = [r["measured"].get("runs", 0) for r in data["results"]]
+    more = [n for n in runs if isinstance(n, int) and n > reps]
+    if not more:
+        return ""
+    cap = reps * MORE_RUNS
+    capped = sum(n >= cap for n in more)
     return (f"{len(more)} of {len(runs)} points were timed more than --reps {reps} times (up to "
             f"{max(more)}): their times spread, so they were timed until those about the median "
-            "agreed within 2%" + (f"; {capped} of them reached the cap of {reps * MORE_RUNS} "
-                                  "first, so " + ("its median is" if capped == 1 else
-                                                  "their medians are") + " less sure"
-                                  if capped else ""))
+            f"agreed within {MEDIAN_SPREAD:.0%}" + (
+                f"; {capped} of them reached the cap of {cap} first, so "
+                + ("its median is" if capped == 1 else "their medians are") + " less sure"
+                if capped else ""))
