@@ -236,6 +236,37 @@ def test_reference_by_another_kernel(tmp_path: Path) -> None:
     assert len(r.stderr.strip().splitlines()) == 1  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
+def test_top_level_include_dirs_flags_and_defines_reach_a_tuning_entry(tmp_path: Path) -> None:
+    """A manifest's top-level include_dirs / flags / defines are every entry's defaults, in
+    `tile` as in `check` (README): llm.c's kernels need the cuBLAS stub folder, and given
+    once at the top it was dropped ("cublas_v2.h: No such file"). The entry's own come
+    first and its defines win."""
+    need_nvcc()
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "scale.h").write_text("#define SCALE_BY 2.0f\n")
+    (tmp_path / "k.cu").write_text(
+        '#include "scale.h"\n__global__ void k(float* x, int n) {\n'
+        "  int i = blockIdx.x * BS + threadIdx.x;\n"
+        "  if (i < n) x[i] *= SCALE_BY * EXTRA;\n}\n")
+    p = tmp_path / "tune.yaml"
+    p.write_text("devices: [h200]\ninclude_dirs: [inc]\nflags: [-std=c++17]\n"
+                 "defines: {EXTRA: 3.0f}\nkernels:\n  - name: k\n    source: k.cu\n"
+                 "    defines: {BS: BS}\n    flags: [-lineinfo]\n"
+                 "    space: {BS: [128, 256]}\n    problem: {n: 1048576}\n    block: BS\n"
+                 "    grid: ceil(n / BS)\n"
+                 "    args: [{array: x, dtype: float32, shape: [n], output: true}, n]\n")
+    spec = load_tuning(p, "k")
+    assert spec.include_dirs == (str(tmp_path / "inc"),)
+    assert spec.flags == ("-std=c++17", "-lineinfo") and spec.defines["EXTRA"] == "3.0f"
+    r = run("tile", str(p), "--kernel", "k", "-d", "h200", "--json")
+    assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
+    assert len(json.loads(r.output)["candidates"]) == 2  # type: ignore[attr-defined]
+    p.write_text(p.read_text().replace("include_dirs: [inc]", "include_dirs: [nowhere]"))
+    r = run("tile", str(p), "--kernel", "k", "-d", "h200")
+    assert r.exit_code == 2 and "include_dirs: no such folder" in r.stderr  # type: ignore[attr-defined]
+
+
 def test_space_over_the_limit_and_max_points(tmp_path: Path) -> None:
     many = "BM: [" + ", ".join(str(64 * i) for i in range(1, 700)) + "]"
     p = _manifest(tmp_path, **{"BM: [64, 128]": many})

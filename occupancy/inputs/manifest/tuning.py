@@ -17,6 +17,7 @@ from occupancy.inputs.files import YamlDoc, read_yaml
 from occupancy.inputs.manifest.keys import (
     TOLERANCE_HINT,
     TUNE,
+    Defaults,
     ManifestError,
     keys_of,
     parse_defines_raw,
@@ -217,7 +218,7 @@ class _TuneEntry:
             raw = parse_defines_raw(self.e.get("defines", {}), self.line("defines"))
         except OccupancyError as exc:
             raise self.fail_at(self.line("defines"), str(exc)) from None
-        defines: dict[str, Expr | str] = {}
+        defines: dict[str, Expr | str] = dict(self.top().defines)  # the entry's win
         for k, v in raw.items():
             x = None
             if isinstance(v, str):
@@ -234,11 +235,20 @@ class _TuneEntry:
                 raise self.fail_at(self.line("defines"), str(exc)) from None
         return defines
 
-    def compile_options(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def top(self) -> Defaults:
+        """The manifest's top-level include_dirs / flags / defines, for every entry (as a
+        `check` manifest's)."""
         try:
-            include_dirs = parse_folders(self.e.get("include_dirs", []), self.path.parent,
-                                         self.line("include_dirs"))
-            flags = parse_flags(self.e.get("flags", []), self.line("flags"))
+            return Defaults(self.doc, self.path.parent)
+        except OccupancyError as exc:
+            raise ManifestError(str(exc), self.spath, getattr(exc, "line", None)) from None
+
+    def compile_options(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        top = self.top()
+        try:
+            include_dirs = (*parse_folders(self.e.get("include_dirs", []), self.path.parent,
+                                           self.line("include_dirs")), *top.include_dirs)
+            flags = (*top.flags, *parse_flags(self.e.get("flags", []), self.line("flags")))
         except OccupancyError as exc:
             raise self.fail_at(getattr(exc, "line", None), str(exc)) from None
         return include_dirs, flags
