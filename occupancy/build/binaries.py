@@ -15,6 +15,7 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from occupancy.build.sass_pipes import PIPE_KEYS, pipe_key
 from occupancy.core.errors import OccupancyError
 
 ELF_MAGIC = b"\x7fELF"
@@ -318,7 +319,7 @@ _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
 _SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                         r"(?:.*?`\((\.L_x_\d+)\))?")
 COUNTED_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg",
-                "bar", "div_ffma", "uldc", "warp_wait")
+                "bar", "div_ffma", "uldc", "warp_wait", *PIPE_KEYS)
 # `inner_*`: the part of the body that lies in loops nested inside it with FFMAs (a k loop
 # ptxas kept rolled inside the tile loop): those instructions run once per iteration of
 # the inner loop, not of the body (model.unit_mix scales them)
@@ -481,6 +482,8 @@ def _counts(body: Sequence[_Insn]) -> dict[str, int]:
             mix["div_ffma"] += DIVISION_FFMAS
         elif op == "ULDC" and _ULDC_INDEXED.search(rest):
             mix["uldc"] += 1
+        elif (key := pipe_key(op)) is not None:  # the narrow pipes' (sass_pipes)
+            mix[key] += 1
     mix["div_ffma"] = min(mix["div_ffma"], mix["ffma"])
     return mix
 

@@ -31,8 +31,9 @@ CACHE_FORMAT = 9  # what a cache entry holds; bump when KernelResources gains a 
 # 4: `warp_wait`, that wait with the arithmetic results' too; 5: the other passes' loads and
 # waits, `pass_ldg*` (one commit); 6: instead, the other passes that wait for each load,
 # `pass_loops`; 7: and the function's wide shared accesses, `wide_lds` and `wide_sts`, and
-# `pass_loops` by whole loops, each counted once.)
-MIX_FORMAT = 7
+# `pass_loops` by whole loops, each counted once; 8: and the instructions of the narrow
+# pipes, `alu`, `imad`, `mufu`.)
+MIX_FORMAT = 8
 
 
 def cache_dir() -> Path:

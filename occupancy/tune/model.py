@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from occupancy.build.binaries import COUNTED_KEYS
+from occupancy.build.sass_pipes import pipe_factor
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
 
@@ -344,6 +345,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
             issue = ptx_issue
         if dram_bytes:
             dram_bytes += reread_miss_bytes(dev, occ, grid_blocks, traffic, units)
+    issue *= pipe_factor(dev, mix)  # compares and selects take the ALU pipe 2 clocks each
     dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * dram_efficiency(write_share))
             * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
     slow = _clock_under_load(fma_time, max(fp32, issue, lsu, dram, scattered))
