@@ -121,6 +121,34 @@ def test_measure_verifies_against_another_kernel(cp: Any, dev: Device, tmp_path:
             assert r["verified"] is ok, r
 
 
+def test_measure_fills_constants_before_each_launch(cp: Any, dev: Device, tmp_path: Path) -> None:
+    """`constants:` fills a __constant__ table from a .npy file in every point's module and
+    in the reference kernel's: both count against the same table, so they agree (verified);
+    a reference that reads a zero table (no `constants:`) disagrees on the same inputs."""
+    import numpy
+
+    from occupancy.gpu.measure import measure_tuning
+    from occupancy.inputs.manifest.tuning import load_tuning
+    from occupancy.tune.spaces import points, rank
+    from tests.test_constants import KERNEL, MANIFEST
+
+    numpy.save(tmp_path / "table.npy", numpy.random.default_rng(1).standard_normal(
+        (600, 2)).astype(numpy.float32))
+    (tmp_path / "walk.cu").write_text(KERNEL)
+    ref = ("  - name: ref\n    source: walk.cu\n    defines: {BS: 64}\n    block: 64\n"
+           "    grid: ceil(n / 64)\n    args: [{array: out, dtype: int32, shape: [n], "
+           "output: true}, {array: pts, dtype: float32, shape: [n, 2]}, n]\n")
+    for filled, ok in ((True, True), (False, False)):
+        p = tmp_path / "tune.yaml"
+        p.write_text(MANIFEST.format(constants="{d_vertices: table.npy}")
+                     + "    reference: ref\n    tolerance: 1e-6\n" + ref
+                     + ("    constants: {d_vertices: table.npy}\n" if filled else ""))
+        spec = load_tuning(p, "walk")
+        pts, removed = points(spec)
+        data = measure_tuning(spec, rank(spec, dev, pts, removed), 2, 3)
+        assert [r["verified"] for r in data["results"]] == [ok, ok], data["results"]
+
+
 def test_measure_budget_times_its_picks_and_says_why(cp: Any, dev: Device) -> None:
     """`--budget 4` on the SGEMM example: at most 4 points timed, each verified, the record's
     picks the timed points in order, the first two the predicted leaders, and the record

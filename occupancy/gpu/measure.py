@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from occupancy.core.errors import OccupancyError
+from occupancy.gpu.constants import fill_constants
 from occupancy.inputs.safety import inert
 
 if TYPE_CHECKING:
@@ -487,6 +488,7 @@ def _reference_kernel(cupy: Any, rspec: TuneSpec, dev: Device, rng: Any
     params = kernel_params(rspec, r.resources, r.build)
     check_args(rspec, params, r.resources.demangled)
     module, fn = load_function(cupy, build_cubin(r.build), r.resources.function)
+    fill_constants(cupy, module, rspec)
     env = {**rspec.problem, **r.point.params}
     grid, block = (*r.point.grid, 1, 1)[:3], (*r.point.block, 1, 1)[:3]
 
@@ -564,6 +566,7 @@ def _point_timer(cp: Any, spec: TuneSpec, report: TuneReport, ranked: list[Ranke
         env = {**spec.problem, **r.point.params}
         params = kernel_params(spec, r.resources, r.build)
         module, fn = load_function(cp, build_cubin(r.build), r.resources.function)
+        fill_constants(cp, module, spec)
         if r.point.dynamic_shared_memory > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = r.point.dynamic_shared_memory
         args, arrays, outputs = _launch_args(cp, spec, env, params, rng)

@@ -71,6 +71,8 @@ KEYS: dict[str, Key] = {
     "problem": Key(_TT, "problem sizes: {M: 4096} (triton: one may be a list, M: [1, 16, 64])"),
     "work": Key(frozenset({TUNE}), "{flops: EXPR, dram_bytes: EXPR}"),
     "args": Key(frozenset({TUNE}), "the kernel's arguments in launch order"),
+    "constants": Key(frozenset({TUNE}), "measure: __constant__/__device__ symbols filled "
+                                        "before a launch: {d_table: table.npy}"),
     "reference": Key(_TT, "a NumPy expression of the inputs, or another entry's name (triton: "
                      "also path/to/module.py:function)"),
     "tolerance": Key(_TT, "the relative error a result may have, 0-1"),

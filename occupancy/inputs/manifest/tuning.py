@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ MAX_VALUES = 1_000
 DTYPES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8,
           "int8": 1, "uint8": 1}
 TUNE_KEYS = keys_of(TUNE)
+CONSTANT_FILE_BYTES = 65536 + 4096  # the constant bank and a .npy header
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,10 @@ class TuneSpec:
     # `predictor: hand_counts`: they predict the time even where a build exists.
     hand_counts: str | None = None
     predictor: str = "model"
+    # `constants: {d_vertices: polygon.npy}`: module symbols (__constant__ or __device__)
+    # that measure fills from a NumPy .npy file before it launches (kernel_tuner's
+    # cmem_args); absolute paths, each file at most CONSTANT_FILE_BYTES
+    constants: Mapping[str, str] = field(default_factory=dict)
 
 
 def load_tuning(manifest: str | os.PathLike[str], kernel: str,
@@ -325,10 +330,32 @@ class _TuneEntry:
         tolerance, carveout = self.tolerance(), self.carveout()
         dyn = self.expr("dynamic_shared_memory", self.e.get("dynamic_shared_memory", 0))
         family, predictor = self.predictor()
+        constants = self.constants()
         return TuneSpec(self.kernel, self.spath, self.line() or 1, source, shown, function, defines,
                         include_dirs, flags, space, restrict, problem, self.exprs("block"),
                         self.exprs("grid"), dyn, work, args, reference, tolerance, carveout,
-                        reference_kernel, family, predictor)
+                        reference_kernel, family, predictor, constants)
+
+    def constants(self) -> dict[str, str]:
+        raw = self.e.get("constants", {})
+        if not isinstance(raw, dict) or len(raw) > 16:
+            raise self.fail("constants", "maps up to 16 symbols to .npy files, e.g. "
+                            "{d_table: table.npy}")
+        out = {}
+        for name, f in raw.items():
+            if not is_name(name):
+                raise self.fail("constants", f"{inert(str(name))!r} is not a symbol name")
+            if not isinstance(f, str) or not f.endswith(".npy") or "\x00" in f:
+                raise self.fail("constants", f"{name}: give a .npy file (numpy.save), relative "
+                                "to the manifest")
+            q = Path(f) if os.path.isabs(f) else self.path.parent / f
+            if not q.is_file():
+                raise self.fail("constants", f"{name}: no such file {inert(str(q))}")
+            if q.stat().st_size > CONSTANT_FILE_BYTES:
+                raise self.fail("constants", f"{name}: {inert(f)} is over 64 KB, the constant "
+                                "bank: a __constant__ table cannot hold it")
+            out[name] = os.path.abspath(q)
+        return out
 
 
 def _args(raw: Any, expr: Any, fail: Any) -> tuple[tuple[Expr | ArrayArg, ...], set[str]]:

@@ -1,0 +1,135 @@
+"""A tuning entry's `constants:` (kernel_tuner's cmem_args): module symbols `measure` fills
+from .npy files before each launch. The manifest side is checked on the CPU; the fill is
+checked against a stand-in for CuPy's RawModule (the real one runs in tests/test_gpu.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy
+import pytest
+from click.testing import CliRunner
+
+from occupancy.cli import main
+from occupancy.core.errors import OccupancyError
+from occupancy.gpu.constants import fill_constants
+from occupancy.inputs.manifest.tuning import load_tuning
+
+KERNEL = """__constant__ float2 d_vertices[600];
+__global__ void walk(int* out, const float2* pts, int n) {
+  int i = blockIdx.x * BS + threadIdx.x;
+  if (i >= n) return;
+  int c = 0;
+  for (int j = 0; j < 600; j++) c += pts[i].x < d_vertices[j].x;
+  out[i] = c;
+}
+"""
+MANIFEST = """devices: [h200]
+kernels:
+  - name: walk
+    source: walk.cu
+    defines: {{BS: BS}}
+    space: {{BS: [128, 256]}}
+    problem: {{n: 65536}}
+    block: BS
+    grid: ceil(n / BS)
+    args: [{{array: out, dtype: int32, shape: [n], output: true}},
+           {{array: pts, dtype: float32, shape: [n, 2]}}, n]
+    constants: {constants}
+"""
+
+
+def _entry(tmp_path: Path, constants: str) -> Path:
+    (tmp_path / "walk.cu").write_text(KERNEL)
+    p = tmp_path / "tune.yaml"
+    p.write_text(MANIFEST.format(constants=constants))
+    return p
+
+
+def test_constants_name_npy_files_beside_the_manifest(tmp_path: Path) -> None:
+    numpy.save(tmp_path / "poly.npy", numpy.zeros((600, 2), numpy.float32))
+    spec = load_tuning(_entry(tmp_path, "{d_vertices: poly.npy}"), "walk")
+    assert spec.constants == {"d_vertices": str(tmp_path / "poly.npy")}
+    assert load_tuning(_entry(tmp_path, "{}"), "walk").constants == {}
+
+
+@pytest.mark.parametrize("constants,message", [
+    ("[poly.npy]", "maps up to 16 symbols"),
+    ("{'d-vertices': poly.npy}", "is not a symbol name"),
+    ("{'d;rm -rf': poly.npy}", "is not a symbol name"),
+    ("{d_vertices: poly.txt}", "give a .npy file"),
+    ("{d_vertices: 7}", "give a .npy file"),
+    ("{d_vertices: missing.npy}", "no such file"),
+    ("{d_vertices: big.npy}", "over 64 KB"),
+])
+def test_bad_constants_are_one_line_naming_the_key(tmp_path: Path, constants: str,
+                                                   message: str) -> None:
+    numpy.save(tmp_path / "poly.npy", numpy.zeros((600, 2), numpy.float32))
+    numpy.save(tmp_path / "big.npy", numpy.zeros(20000, numpy.float32))  # 80 KB
+    p = _entry(tmp_path, constants)
+    with pytest.raises(OccupancyError, match=message):
+        load_tuning(p, "walk")
+    r = CliRunner().invoke(main, ["tile", str(p), "--kernel", "walk", "-d", "h200"])
+    assert r.exit_code == 2 and "constants" in r.stderr and message in r.stderr  # type: ignore[attr-defined]
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output  # type: ignore[attr-defined]
+
+
+class _DriverError(Exception):
+    pass
+
+
+class _Symbol:
+    def __init__(self, size: int) -> None:
+        self.mem = type("Mem", (), {"size": size})()
+        self.got = b""
+
+    def copy_from_host(self, ptr: int, nbytes: int) -> None:
+        import ctypes
+
+        self.got = ctypes.string_at(ptr, nbytes)
+
+
+class _Module:
+    def __init__(self, symbols: dict[str, _Symbol]) -> None:
+        self.symbols = symbols
+
+    def get_global(self, name: str) -> _Symbol:
+        if name not in self.symbols:
+            raise _DriverError("CUDA_ERROR_NOT_FOUND")
+        return self.symbols[name]
+
+
+_CUPY: Any = type("Cupy", (), {"cuda": type("C", (), {"driver": type("D", (), {
+    "CUDADriverError": _DriverError})})})
+
+
+def test_fill_copies_each_file_into_its_symbol(tmp_path: Path) -> None:
+    poly = numpy.arange(1200, dtype=numpy.float32).reshape(600, 2)
+    numpy.save(tmp_path / "poly.npy", poly)
+    numpy.save(tmp_path / "slopes.npy", numpy.ones(600, numpy.float32)[::2])  # not contiguous
+    spec = load_tuning(_entry(tmp_path, "{d_vertices: poly.npy, d_slopes: slopes.npy}"), "walk")
+    syms = {"d_vertices": _Symbol(4800), "d_slopes": _Symbol(2400)}
+    fill_constants(_CUPY, _Module(syms), spec)
+    assert syms["d_vertices"].got == poly.tobytes()
+    assert syms["d_slopes"].got == numpy.ones(300, numpy.float32).tobytes()
+
+
+@pytest.mark.parametrize("write,symbols,message", [
+    (lambda p: numpy.save(p, numpy.zeros(1300, numpy.float32)), {"d_vertices": 4800},
+     "holds 5200 bytes, the symbol 4800"),
+    (lambda p: numpy.save(p, numpy.zeros(10, numpy.float32)), {}, "has no symbol 'd_vertices'"),
+    (lambda p: numpy.save(p, numpy.array([{"a": 1}], dtype=object)), {"d_vertices": 4800},
+     "is no .npy array"),  # a pickle is never loaded
+    (lambda p: numpy.save(p, numpy.array(["abc"])), {"d_vertices": 4800}, "holds no numbers"),
+    (lambda p: p.write_bytes(b"\x93NUMPY not really"), {"d_vertices": 4800}, "is no .npy array"),
+])
+def test_fill_refuses_what_does_not_fit(tmp_path: Path, write: Any, symbols: dict[str, int],
+                                        message: str) -> None:
+    write(tmp_path / "poly.npy")
+    spec = load_tuning(_entry(tmp_path, "{d_vertices: poly.npy}"), "walk")
+    module = _Module({k: _Symbol(v) for k, v in symbols.items()})
+    with pytest.raises(OccupancyError, match=message) as info:
+        fill_constants(_CUPY, module, spec)
+    assert "kernel 'walk': constants:" in str(info.value)
+    assert all(s.got == b"" for s in module.symbols.values())  # nothing half-written
