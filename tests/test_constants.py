@@ -11,10 +11,12 @@ import numpy
 import pytest
 from click.testing import CliRunner
 
+from occupancy.build.compilers import nvcc_path
 from occupancy.cli import main
 from occupancy.core.errors import OccupancyError
 from occupancy.gpu.constants import fill_constants
 from occupancy.inputs.manifest.tuning import load_tuning
+from tests.needs import need_nvcc
 
 KERNEL = """__constant__ float2 d_vertices[600];
 __global__ void walk(int* out, const float2* pts, int n) {
@@ -104,13 +106,28 @@ _CUPY: Any = type("Cupy", (), {"cuda": type("C", (), {"driver": type("D", (), {
     "CUDADriverError": _DriverError})})})
 
 
-def test_fill_copies_each_file_into_its_symbol(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def cubin(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A real cubin (nvcc, sm_90) whose symbol table says d_vertices is 4,800 bytes and
+    d_slopes 2,400: the sizes fill_constants checks a file against."""
+    import subprocess
+
+    need_nvcc()
+    d = tmp_path_factory.mktemp("cubin")
+    (d / "t.cu").write_text("__constant__ float2 d_vertices[600];\n__constant__ float d_slopes[600];"
+                            "\n__global__ void k(float* o) { o[0] = d_vertices[0].x + d_slopes[0]; }\n")
+    subprocess.run([nvcc_path() or "nvcc", "-cubin", "-arch=sm_90", "-o", str(d / "t.cubin"),
+                    str(d / "t.cu")], check=True)
+    return (d / "t.cubin").read_bytes()
+
+
+def test_fill_copies_each_file_into_its_symbol(tmp_path: Path, cubin: bytes) -> None:
     poly = numpy.arange(1200, dtype=numpy.float32).reshape(600, 2)
     numpy.save(tmp_path / "poly.npy", poly)
     numpy.save(tmp_path / "slopes.npy", numpy.ones(600, numpy.float32)[::2])  # not contiguous
     spec = load_tuning(_entry(tmp_path, "{d_vertices: poly.npy, d_slopes: slopes.npy}"), "walk")
     syms = {"d_vertices": _Symbol(4800), "d_slopes": _Symbol(2400)}
-    fill_constants(_CUPY, _Module(syms), spec)
+    fill_constants(_CUPY, _Module(syms), spec, cubin)
     assert syms["d_vertices"].got == poly.tobytes()
     assert syms["d_slopes"].got == numpy.ones(300, numpy.float32).tobytes()
 
@@ -125,11 +142,11 @@ def test_fill_copies_each_file_into_its_symbol(tmp_path: Path) -> None:
     (lambda p: p.write_bytes(b"\x93NUMPY not really"), {"d_vertices": 4800}, "is no .npy array"),
 ])
 def test_fill_refuses_what_does_not_fit(tmp_path: Path, write: Any, symbols: dict[str, int],
-                                        message: str) -> None:
+                                        message: str, cubin: bytes) -> None:
     write(tmp_path / "poly.npy")
     spec = load_tuning(_entry(tmp_path, "{d_vertices: poly.npy}"), "walk")
     module = _Module({k: _Symbol(v) for k, v in symbols.items()})
     with pytest.raises(OccupancyError, match=message) as info:
-        fill_constants(_CUPY, module, spec)
+        fill_constants(_CUPY, module, spec, cubin)
     assert "kernel 'walk': constants:" in str(info.value)
     assert all(s.got == b"" for s in module.symbols.values())  # nothing half-written

@@ -135,7 +135,8 @@ def test_measure_fills_constants_before_each_launch(cp: Any, dev: Device, tmp_pa
     numpy.save(tmp_path / "table.npy", numpy.random.default_rng(1).standard_normal(
         (600, 2)).astype(numpy.float32))
     (tmp_path / "walk.cu").write_text(KERNEL)
-    ref = ("  - name: ref\n    source: walk.cu\n    defines: {BS: 64}\n    block: 64\n"
+    ref = ("  - name: ref\n    source: walk.cu\n    function: walk\n    defines: {BS: 64}\n"
+           "    block: 64\n"
            "    grid: ceil(n / 64)\n    args: [{array: out, dtype: int32, shape: [n], "
            "output: true}, {array: pts, dtype: float32, shape: [n, 2]}, n]\n")
     for filled, ok in ((True, True), (False, False)):

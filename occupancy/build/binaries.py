@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from occupancy.build.sass_pipes import PIPE_KEYS, pipe_key
 from occupancy.core.errors import OccupancyError
@@ -34,7 +34,7 @@ EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
 
 _SHT_SYMTAB, _SHT_NOBITS = 2, 8
 _ET_REL = 1
-_STT_FUNC, _STO_CUDA_ENTRY = 2, 0x10
+_STT_OBJECT, _STT_FUNC, _STO_CUDA_ENTRY = 1, 2, 0x10
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class Cubin:
     # ELF e_type ET_REL: compiled with -rdc=true / -dc and not yet device-linked. Static
     # shared memory (and, across calls, registers and stack) are only final after nvlink.
     relocatable: bool = False
+    objects: dict[str, int] = field(default_factory=dict)  # data symbols' sizes: __constant__...
 
 
 def _u(fmt: str, data: bytes, off: int) -> tuple[int, ...]:
@@ -124,7 +125,7 @@ def parse_cubin(data: bytes) -> Cubin:
         return data[off:off + size]
 
     named = [(section_name(s[0]), s) for s in sections]
-    symbols, entries = _symbols(named, sections, body)
+    symbols, entries, objects = _symbols(named, sections, body)
     regs: dict[str, int] = {}
     frames: dict[str, int] = {}
     per_fn: dict[str, list[tuple[int, bytes]]] = {}
@@ -159,15 +160,18 @@ def parse_cubin(data: bytes) -> Cubin:
             continue  # a device function's info (a linked image holds them), not a kernel's
         kernels[fn] = CubinKernel(fn, regs[fn], frames.get(fn, 0), shared.get(fn, 0), barriers,
                                   max_threads, cluster)
-    return Cubin(arch, kernels, is_relocatable(data))
+    return Cubin(arch, kernels, is_relocatable(data), objects)
 
 
 def _symbols(named: Sequence[tuple[str, tuple[int, ...]]], sections: Sequence[tuple[int, ...]],
-             body: Callable[[tuple[int, ...]], bytes]) -> tuple[dict[int, str], set[str]]:
-    """Symbol index -> name (for the per-function records in the global .nv.info), and the
-    FUNC symbols marked STO_CUDA_ENTRY: kernels, not device functions."""
+             body: Callable[[tuple[int, ...]], bytes]
+             ) -> tuple[dict[int, str], set[str], dict[str, int]]:
+    """Symbol index -> name (for the per-function records in the global .nv.info), the
+    FUNC symbols marked STO_CUDA_ENTRY (kernels, not device functions), and the OBJECT
+    symbols' sizes (a __constant__ or __device__ variable)."""
     symbols: dict[int, str] = {}
     entries: set[str] = set()
+    objects: dict[str, int] = {}
     for _, sec in named:
         if sec[1] == _SHT_SYMTAB and sec[6] >= 24:
             strtab = sections[sec[4]] if sec[4] < len(sections) else None
@@ -176,13 +180,16 @@ def _symbols(named: Sequence[tuple[str, tuple[int, ...]]], sections: Sequence[tu
             sym_str = body(strtab)
             blob = body(sec)
             for idx in range(len(blob) // 24):
-                st_name, st_info, st_other = struct.unpack_from("<IBB", blob, idx * 24)
+                st_name, st_info, st_other, _, _, st_size = struct.unpack_from(
+                    "<IBBHQQ", blob, idx * 24)
                 end = sym_str.find(b"\0", st_name)
                 if 0 <= st_name < len(sym_str) and end >= 0:
                     symbols[idx] = sym_str[st_name:end].decode("utf-8", errors="replace")
                     if st_info & 0xF == _STT_FUNC and st_other & _STO_CUDA_ENTRY:
                         entries.add(symbols[idx])
-    return symbols, entries
+                    elif st_info & 0xF == _STT_OBJECT:
+                        objects[symbols[idx]] = st_size
+    return symbols, entries, objects
 
 
 def is_relocatable(data: bytes) -> bool:

@@ -16,13 +16,18 @@ if TYPE_CHECKING:
 NUMERIC_KINDS = "biuf"  # bool, signed and unsigned integers, floats: no objects, no strings
 
 
-def fill_constants(cupy: Any, module: Any, spec: TuneSpec) -> None:
-    """Copy each `constants:` file into its symbol of `module` (a cupy.RawModule). The
-    files are read without pickles; one larger than its symbol, or naming a symbol the
-    kernel's module lacks, is an error naming the entry and the key."""
+def fill_constants(cupy: Any, module: Any, spec: TuneSpec, cubin: bytes) -> None:
+    """Copy each `constants:` file into its symbol of `module` (a cupy.RawModule loaded
+    from `cubin`, whose symbol table gives each variable's size: CuPy's get_global does
+    not). The files are read without pickles; one larger than its symbol, or naming a
+    symbol the kernel's module lacks, is an error naming the entry and the key."""
     if not spec.constants:
         return
     import numpy
+
+    from occupancy.build.binaries import parse_cubin
+
+    sizes = parse_cubin(cubin).objects
 
     where = f"{spec.manifest}: kernel '{inert(spec.name)}': constants: "
     for name, path in spec.constants.items():
@@ -37,10 +42,12 @@ def fill_constants(cupy: Any, module: Any, spec: TuneSpec) -> None:
         try:
             ptr = module.get_global(name)
         except cupy.cuda.driver.CUDADriverError:
+            ptr = None
+        if ptr is None or name not in sizes:
             raise OccupancyError(f"{where}the kernel has no symbol '{name}': name a "
-                                 "__constant__ or __device__ variable of its source") from None
-        if arr.nbytes > ptr.mem.size:
+                                 "__constant__ or __device__ variable of its source")
+        if arr.nbytes > sizes[name]:
             raise OccupancyError(f"{where}{name}: {inert(path)} holds {arr.nbytes} bytes, the "
-                                 f"symbol {ptr.mem.size}: save at most that much")
+                                 f"symbol {sizes[name]}: save at most that much")
         data = numpy.ascontiguousarray(arr)
         ptr.copy_from_host(data.ctypes.data, data.nbytes)

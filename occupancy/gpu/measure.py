@@ -487,8 +487,8 @@ def _reference_kernel(cupy: Any, rspec: TuneSpec, dev: Device, rng: Any
                              f"launch on {dev.name}: {'; '.join(r.reasons) or 'no build'}")
     params = kernel_params(rspec, r.resources, r.build)
     check_args(rspec, params, r.resources.demangled)
-    module, fn = load_function(cupy, build_cubin(r.build), r.resources.function)
-    fill_constants(cupy, module, rspec)
+    module, fn = load_function(cupy, cubin := build_cubin(r.build), r.resources.function)
+    fill_constants(cupy, module, rspec, cubin)
     env = {**rspec.problem, **r.point.params}
     grid, block = (*r.point.grid, 1, 1)[:3], (*r.point.block, 1, 1)[:3]
 
@@ -565,8 +565,8 @@ def _point_timer(cp: Any, spec: TuneSpec, report: TuneReport, ranked: list[Ranke
         assert r.resources is not None and r.occupancy is not None  # ranked: it launches
         env = {**spec.problem, **r.point.params}
         params = kernel_params(spec, r.resources, r.build)
-        module, fn = load_function(cp, build_cubin(r.build), r.resources.function)
-        fill_constants(cp, module, spec)
+        module, fn = load_function(cp, cubin := build_cubin(r.build), r.resources.function)
+        fill_constants(cp, module, spec, cubin)
         if r.point.dynamic_shared_memory > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = r.point.dynamic_shared_memory
         args, arrays, outputs = _launch_args(cp, spec, env, params, rng)
