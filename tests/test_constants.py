@@ -64,11 +64,15 @@ def test_constants_name_npy_files_beside_the_manifest(tmp_path: Path) -> None:
     ("{d_vertices: 7}", "give a .npy file"),
     ("{d_vertices: missing.npy}", "no such file"),
     ("{d_vertices: big.npy}", "over 64 KB"),
+    ("{d_vertices: " + "x" * 300 + ".npy}", "no such file"),  # a name the system refuses
+    ("{d_vertices: folder.npy}", "no such file"),
+    ("{" + ", ".join(f"t{i}: poly.npy" for i in range(17)) + "}", "maps up to 16 symbols"),
 ])
 def test_bad_constants_are_one_line_naming_the_key(tmp_path: Path, constants: str,
                                                    message: str) -> None:
     numpy.save(tmp_path / "poly.npy", numpy.zeros((600, 2), numpy.float32))
     numpy.save(tmp_path / "big.npy", numpy.zeros(20000, numpy.float32))  # 80 KB
+    (tmp_path / "folder.npy").mkdir()
     p = _entry(tmp_path, constants)
     with pytest.raises(OccupancyError, match=message):
         load_tuning(p, "walk")
@@ -78,7 +82,9 @@ def test_bad_constants_are_one_line_naming_the_key(tmp_path: Path, constants: st
 
 
 class _DriverError(Exception):
-    pass
+    def __init__(self, status: int) -> None:
+        super().__init__(f"CUDA driver error {status}")
+        self.status = status
 
 
 class _Symbol:
@@ -93,12 +99,12 @@ class _Symbol:
 
 
 class _Module:
-    def __init__(self, symbols: dict[str, _Symbol]) -> None:
-        self.symbols = symbols
+    def __init__(self, symbols: dict[str, _Symbol], status: int = 500) -> None:
+        self.symbols, self.status = symbols, status  # 500: CUDA_ERROR_NOT_FOUND
 
     def get_global(self, name: str) -> _Symbol:
         if name not in self.symbols:
-            raise _DriverError("CUDA_ERROR_NOT_FOUND")
+            raise _DriverError(self.status)
         return self.symbols[name]
 
 
@@ -121,23 +127,38 @@ def cubin(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     return (d / "t.cubin").read_bytes()
 
 
+@pytest.mark.slow
 def test_fill_copies_each_file_into_its_symbol(tmp_path: Path, cubin: bytes) -> None:
+    """In C order (a Fortran-ordered file is reordered) and the machine's byte order (a
+    big-endian file is swapped), each file's bytes land in its symbol."""
     poly = numpy.arange(1200, dtype=numpy.float32).reshape(600, 2)
-    numpy.save(tmp_path / "poly.npy", poly)
-    numpy.save(tmp_path / "slopes.npy", numpy.ones(600, numpy.float32)[::2])  # not contiguous
+    numpy.save(tmp_path / "poly.npy", numpy.asfortranarray(poly))
+    numpy.save(tmp_path / "slopes.npy", numpy.arange(600, dtype=">f4"))
     spec = load_tuning(_entry(tmp_path, "{d_vertices: poly.npy, d_slopes: slopes.npy}"), "walk")
     syms = {"d_vertices": _Symbol(4800), "d_slopes": _Symbol(2400)}
     fill_constants(_CUPY, _Module(syms), spec, cubin)
     assert syms["d_vertices"].got == poly.tobytes()
-    assert syms["d_slopes"].got == numpy.ones(300, numpy.float32).tobytes()
+    assert syms["d_slopes"].got == numpy.arange(600, dtype=numpy.float32).tobytes()
 
 
+def _claims(path: Path, shape: tuple[int, ...]) -> None:
+    """A .npy file whose header claims `shape` of float32 but holds 40 bytes."""
+    header = {"descr": "<f4", "fortran_order": False, "shape": shape}
+    with open(path, "wb") as fh:
+        numpy.lib.format.write_array_header_1_0(fh, header)
+        fh.write(numpy.zeros(10, numpy.float32).tobytes())
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("write,symbols,message", [
     (lambda p: numpy.save(p, numpy.zeros(1300, numpy.float32)), {"d_vertices": 4800},
      "holds 5200 bytes, the symbol 4800"),
+    (lambda p: _claims(p, (10 ** 12,)), {"d_vertices": 4800},  # read before any allocation
+     "holds 4000000000000 bytes, the symbol 4800"),
+    (lambda p: _claims(p, (20,)), {"d_vertices": 4800}, "is no .npy array"),  # truncated
     (lambda p: numpy.save(p, numpy.zeros(10, numpy.float32)), {}, "has no symbol 'd_vertices'"),
     (lambda p: numpy.save(p, numpy.array([{"a": 1}], dtype=object)), {"d_vertices": 4800},
-     "is no .npy array"),  # a pickle is never loaded
+     "holds no numbers"),  # refused from its header: the pickle is never loaded
     (lambda p: numpy.save(p, numpy.array(["abc"])), {"d_vertices": 4800}, "holds no numbers"),
     (lambda p: p.write_bytes(b"\x93NUMPY not really"), {"d_vertices": 4800}, "is no .npy array"),
 ])
@@ -150,3 +171,19 @@ def test_fill_refuses_what_does_not_fit(tmp_path: Path, write: Any, symbols: dic
         fill_constants(_CUPY, module, spec, cubin)
     assert "kernel 'walk': constants:" in str(info.value)
     assert all(s.got == b"" for s in module.symbols.values())  # nothing half-written
+
+
+@pytest.mark.slow
+def test_every_file_is_checked_before_any_is_copied(tmp_path: Path, cubin: bytes) -> None:
+    numpy.save(tmp_path / "poly.npy", numpy.zeros((600, 2), numpy.float32))
+    numpy.save(tmp_path / "slopes.npy", numpy.zeros(601, numpy.float32))  # one too many
+    spec = load_tuning(_entry(tmp_path, "{d_vertices: poly.npy, d_slopes: slopes.npy}"), "walk")
+    syms = {"d_vertices": _Symbol(4800), "d_slopes": _Symbol(2400)}
+    with pytest.raises(OccupancyError, match="d_slopes: .* holds 2404 bytes, the symbol 2400"):
+        fill_constants(_CUPY, _Module(syms), spec, cubin)
+    assert syms["d_vertices"].got == b""
+    # a symbol the cubin has but the loaded module does not; a driver error of another kind
+    for status, message in ((500, "has no symbol 'd_slopes'"), (1, "the driver refused the copy")):
+        numpy.save(tmp_path / "slopes.npy", numpy.zeros(600, numpy.float32))
+        with pytest.raises(OccupancyError, match=message):
+            fill_constants(_CUPY, _Module({"d_vertices": _Symbol(4800)}, status), spec, cubin)

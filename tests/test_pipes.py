@@ -17,8 +17,9 @@ RECORD = Path(__file__).resolve().parent.parent / "bench" / "results" / "h200-pi
 
 
 def test_opcodes_go_to_their_pipes() -> None:
-    assert [pipe_key(op) for op in ("FSETP", "FSEL", "FMNMX", "ISETP", "LOP3", "SEL", "IADD3")] \
-        == ["alu"] * 7
+    alu = ("FSETP", "FSEL", "FMNMX", "ISETP", "LOP3", "SEL", "IADD3", "MOV", "SHF", "LEA",
+           "PRMT", "PLOP3", "IMNMX")
+    assert [pipe_key(op) for op in alu] == ["alu"] * len(alu)
     assert pipe_key("IMAD") == "imad" and pipe_key("MUFU") == "mufu"
     assert [pipe_key(op) for op in ("FFMA", "FADD", "LDS", "LDG", "BRA", "ULDC")] == [None] * 6
 
@@ -81,6 +82,27 @@ def test_fp32_shares_the_fma_pipe_by_the_device_lanes_and_old_or_new_chips_are_n
     assert pipe_factor(load_device("a100"), mix) == pytest.approx(1.6)  # 16 lanes: 160 clocks
     assert pipe_factor(load_device("gtx1080"), {**mix, "alu": 90}) == 1.0  # Pascal: not these
     assert pipe_factor(load_device("h200"), {"total": 100, "fp32": 40}) == 1.0  # no pipe keys
+    # one pipe key missing (a mix read before they were counted): not priced
+    assert pipe_factor(load_device("h200"), {"total": 100, "alu": 90, "imad": 0}) == 1.0
+    busy = {"total": 100, "alu": 90, "imad": 0, "mufu": 0, "fp32": 0}
+    assert pipe_factor(load_device("h200"), busy) == pytest.approx(1.8)
+    assert pipe_factor(load_device("b200"), busy) == 1.0  # Blackwell: not measured
+    assert pipe_factor(load_device("rtx5090"), busy) == 1.0
+
+
+def test_a_nested_loop_counts_its_pipes_once_per_its_iteration() -> None:
+    """The narrow pipes' counts scale with the FFMA loop nested in the hot one, as every
+    counted key does (tune/model.unit_mix; SGEMM_CUDA's 2-D blocktiling at BK 32)."""
+    from occupancy.tune.model import unit_mix
+    from occupancy.tune.ptxsim import FIELDS, Traffic
+
+    mix = {"total": 354, "ffma": 128, "fp32": 128, "alu": 40, "imad": 30, "mufu": 0,
+           "inner_total": 149, "inner_ffma": 128, "inner_fp32": 128, "inner_alu": 10,
+           "inner_imad": 5, "inner_mufu": 0}
+    unit = Traffic(False, 32, **(dict.fromkeys(FIELDS, 0.0) | {"ffma": 1024.0,
+                                                                "flops": 64.0 * 1024}))
+    tile = unit_mix(mix, unit)
+    assert (tile["alu"], tile["imad"], tile["total"]) == (40 + 7 * 10, 30 + 7 * 5, 354 + 7 * 149)
 
 
 def test_a_loop_of_compares_predicts_twice_the_issue_time_of_one_of_ffmas() -> None:

@@ -236,13 +236,7 @@ def test_reference_by_another_kernel(tmp_path: Path) -> None:
     assert len(r.stderr.strip().splitlines()) == 1  # type: ignore[attr-defined]
 
 
-@pytest.mark.slow
-def test_top_level_include_dirs_flags_and_defines_reach_a_tuning_entry(tmp_path: Path) -> None:
-    """A manifest's top-level include_dirs / flags / defines are every entry's defaults, in
-    `tile` as in `check` (README): llm.c's kernels need the cuBLAS stub folder, and given
-    once at the top it was dropped ("cublas_v2.h: No such file"). The entry's own come
-    first and its defines win."""
-    need_nvcc()
+def _top_level_manifest(tmp_path: Path) -> Path:
     (tmp_path / "inc").mkdir()
     (tmp_path / "inc" / "scale.h").write_text("#define SCALE_BY 2.0f\n")
     (tmp_path / "k.cu").write_text(
@@ -256,15 +250,33 @@ def test_top_level_include_dirs_flags_and_defines_reach_a_tuning_entry(tmp_path:
                  "    space: {BS: [128, 256]}\n    problem: {n: 1048576}\n    block: BS\n"
                  "    grid: ceil(n / BS)\n"
                  "    args: [{array: x, dtype: float32, shape: [n], output: true}, n]\n")
+    return p
+
+
+def test_top_level_include_dirs_flags_and_defines_reach_a_tuning_entry(tmp_path: Path) -> None:
+    """A manifest's top-level include_dirs / flags / defines are every entry's defaults, in
+    `tile` as in `check` (README): llm.c's kernels need the cuBLAS stub folder, and given
+    once at the top it was dropped ("cublas_v2.h: No such file"). The entry's own come
+    first and its defines win; a top-level define that would fix a name the space varies
+    (or a problem size) is refused."""
+    p = _top_level_manifest(tmp_path)
     spec = load_tuning(p, "k")
     assert spec.include_dirs == (str(tmp_path / "inc"),)
     assert spec.flags == ("-std=c++17", "-lineinfo") and spec.defines["EXTRA"] == "3.0f"
-    r = run("tile", str(p), "--kernel", "k", "-d", "h200", "--json")
-    assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
-    assert len(json.loads(r.output)["candidates"]) == 2  # type: ignore[attr-defined]
+    p.write_text(p.read_text().replace("defines: {EXTRA: 3.0f}", "defines: {EXTRA: 3.0f, n: 7}"))
+    with pytest.raises(OccupancyError, match="the top-level defines set n, a name of this kernel"):
+        load_tuning(p, "k")
     p.write_text(p.read_text().replace("include_dirs: [inc]", "include_dirs: [nowhere]"))
     r = run("tile", str(p), "--kernel", "k", "-d", "h200")
     assert r.exit_code == 2 and "include_dirs: no such folder" in r.stderr  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_a_header_in_a_top_level_include_dir_compiles(tmp_path: Path) -> None:
+    need_nvcc()
+    r = run("tile", str(_top_level_manifest(tmp_path)), "--kernel", "k", "-d", "h200", "--json")
+    assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
+    assert len(json.loads(r.output)["candidates"]) == 2  # type: ignore[attr-defined]
 
 
 def test_space_over_the_limit_and_max_points(tmp_path: Path) -> None:

@@ -10,14 +10,17 @@ one every 8. Measured on the H200 (bench/results/h200-pipes; bench/pipes/pipes.c
 an SM, independent chains): FFMA 1.0 clock, FMNMX 2.0, FSETP + FSEL 2.0, IMAD 2.0, MUFU.EX2
 8.1; FFMA and FMNMX, or FFMA and IMAD, alternating: 1.04 clocks an instruction (the pipes
 work side by side). kernel_tuner's pnpoly, whose loop is 58% compares and selects, was
-predicted at its instruction count.
+predicted at its instruction count. Not counted (issue slots only): FSET/ISET, conversions
+(F2I, I2F, F2F: the special-function unit's rate), shuffles; and pipes that are close run
+4-13% over their count: the count is a floor.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from occupancy.core.device import Device
+from occupancy.core.device import Device, cc_row
+from occupancy.core.errors import OccupancyError
 
 # The ALU pipe's instructions (Nsight Compute: "bit manipulation and logic instructions,
 # integer instructions excluding IMAD and IMUL"; FP32 compare, select and min/max too, as
@@ -49,16 +52,21 @@ def pipe_factor(dev: Device, mix: Mapping[str, int]) -> float:
     """How much longer than one issue slot an instruction the loop's issue side takes: the
     busiest pipe's clocks over the instructions issued (1 where issue is the limit, or
     the SASS was not read). FP32 arithmetic (`fp32`) shares the FMA pipes with IMAD at the
-    device's FP32 lanes a sub-partition. Volta to Hopper only (compute capability 7.x-9.x):
-    Blackwell's pipes, and Pascal's, are not these and are not measured."""
+    architecture's FP32 lanes a sub-partition. Priced on compute capability 7.x-9.x, whose
+    ALU pipe is 16 lanes a sub-partition (measured on the H200, 9.0; 7.x and 8.x from the
+    architectures' documented widths); older and newer chips are not measured and not
+    priced."""
     total = mix.get("total", 0)
     if total <= 0 or not all(k in mix for k in PIPE_KEYS):
         return 1.0
-    major = int(dev.compute_capability.split(".")[0])
+    try:
+        major, lanes = int(dev.compute_capability.split(".")[0]), cc_row(
+            dev.compute_capability).fp32_lanes
+    except (ValueError, OccupancyError):
+        return 1.0
     if not 7 <= major <= 9:
         return 1.0
-    lanes = dev.fp32_gflops * 1e9 / (2 * dev.sm_count * 4 * dev.boost_clock_mhz * 1e6)
-    halves = max(1, round(lanes / 16))  # 16-lane FMA halves a sub-partition
+    halves = max(1, lanes // 64)  # 16-lane FMA halves a sub-partition (4 an SM)
     fma = max(HEAVY_CLOCKS * mix["imad"], 2 * (mix["imad"] + mix.get("fp32", 0)) / halves)
     busiest = max(total, ALU_CLOCKS * mix["alu"], fma, MUFU_CLOCKS * mix["mufu"])
     return busiest / total

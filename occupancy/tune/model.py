@@ -346,7 +346,9 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
             issue = ptx_issue
         if dram_bytes:
             dram_bytes += reread_miss_bytes(dev, occ, grid_blocks, traffic, units)
-    issue *= pipe_factor(dev, mix)  # compares and selects take the ALU pipe 2 clocks each
+    # the hot SASS loop's busiest pipe over its instructions (compares take the ALU pipe 2
+    # clocks each); as a ratio it scales the PTX's issue count too, where no FLOPs count runs
+    issue *= pipe_factor(dev, mix)
     dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * dram_efficiency(write_share))
             * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
     slow = _clock_under_load(fma_time, max(fp32, issue, lsu, dram, scattered))

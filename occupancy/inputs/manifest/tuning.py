@@ -160,7 +160,7 @@ class _TuneEntry:
         if not isinstance(src, str) or not src or "\x00" in src:
             raise self.fail("source", "must be a file path")
         q = Path(src) if os.path.isabs(src) else self.path.parent / src
-        if not q.is_file():
+        if _file_size(q) is None:
             raise self.fail("source", f"no such file {inert(str(q))}")
         return os.path.abspath(q), src
 
@@ -223,7 +223,13 @@ class _TuneEntry:
             raw = parse_defines_raw(self.e.get("defines", {}), self.line("defines"))
         except OccupancyError as exc:
             raise self.fail_at(self.line("defines"), str(exc)) from None
-        defines: dict[str, Expr | str] = dict(self.top().defines)  # the entry's win
+        top = self.top().defines
+        clash = sorted(k for k in top if k in self.known and k not in raw)
+        if clash:  # a top-level -D would fix a parameter the space varies, silently
+            raise self.fail("defines", f"the top-level defines set {clash[0]}, a name of this "
+                            f"kernel's space or problem: define it here ({clash[0]}: "
+                            f"{clash[0]}) or rename the top-level one")
+        defines: dict[str, Expr | str] = dict(top)  # the entry's own win
         for k, v in raw.items():
             x = None
             if isinstance(v, str):
@@ -349,13 +355,23 @@ class _TuneEntry:
                 raise self.fail("constants", f"{name}: give a .npy file (numpy.save), relative "
                                 "to the manifest")
             q = Path(f) if os.path.isabs(f) else self.path.parent / f
-            if not q.is_file():
+            size = _file_size(q)
+            if size is None:
                 raise self.fail("constants", f"{name}: no such file {inert(str(q))}")
-            if q.stat().st_size > CONSTANT_FILE_BYTES:
+            if size > CONSTANT_FILE_BYTES:
                 raise self.fail("constants", f"{name}: {inert(f)} is over 64 KB, the constant "
                                 "bank: a __constant__ table cannot hold it")
             out[name] = os.path.abspath(q)
         return out
+
+
+def _file_size(q: Path) -> int | None:
+    """The size of a regular file, or None: missing, a folder, or a path the system refuses
+    (a name too long, a loop of links)."""
+    try:
+        return q.stat().st_size if q.is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 def _args(raw: Any, expr: Any, fail: Any) -> tuple[tuple[Expr | ArrayArg, ...], set[str]]:
