@@ -43,6 +43,7 @@ def loops() -> dict[int, list[str]]:
         names = list(binaries.sass_loop_mix(sass))
     finally:
         binaries._counts = real
+    # sass_loop_mix counts each function's body, then its nested FFMA loops: two calls each
     return {int(re.search(r"ILi(\d)E", n).group(1)): bodies[2 * i] for i, n in enumerate(names)}
 
 
