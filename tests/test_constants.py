@@ -161,6 +161,7 @@ def _claims(path: Path, shape: tuple[int, ...]) -> None:
      "holds no numbers"),  # refused from its header: the pickle is never loaded
     (lambda p: numpy.save(p, numpy.array(["abc"])), {"d_vertices": 4800}, "holds no numbers"),
     (lambda p: p.write_bytes(b"\x93NUMPY not really"), {"d_vertices": 4800}, "is no .npy array"),
+    (lambda p: p.write_bytes(b"SECRET=hunter2\n"), {"d_vertices": 4800}, "is no .npy array"),
 ])
 def test_fill_refuses_what_does_not_fit(tmp_path: Path, write: Any, symbols: dict[str, int],
                                         message: str, cubin: bytes) -> None:
@@ -169,7 +170,7 @@ def test_fill_refuses_what_does_not_fit(tmp_path: Path, write: Any, symbols: dic
     module = _Module({k: _Symbol(v) for k, v in symbols.items()})
     with pytest.raises(OccupancyError, match=message) as info:
         fill_constants(_CUPY, module, spec, cubin)
-    assert "kernel 'walk': constants:" in str(info.value)
+    assert "kernel 'walk': constants:" in str(info.value) and "SECRET" not in str(info.value)
     assert all(s.got == b"" for s in module.symbols.values())  # nothing half-written
 
 

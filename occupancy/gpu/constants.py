@@ -68,9 +68,10 @@ def _load(path: str, limit: int, what: str) -> Any:
                                      "at most that much")
             fh.seek(0)
             arr = numpy.load(fh, allow_pickle=False)
-    except (OSError, ValueError, EOFError, MemoryError) as exc:
-        raise OccupancyError(f"{what} is no .npy array ({inert(str(exc))[:120]}): write it "
-                             "with numpy.save") from None
+    except (OSError, ValueError, EOFError, MemoryError):
+        # not numpy's words: they can quote the file's first bytes (a link to a secret)
+        raise OccupancyError(f"{what} is no .npy array (its header or data cannot be read): "
+                             "write it with numpy.save") from None
     if not isinstance(arr, numpy.ndarray) or arr.nbytes != nbytes:
         raise OccupancyError(f"{what} is no .npy array: write it with numpy.save")
     return numpy.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
