@@ -183,6 +183,14 @@ CASES: list[Case] = [
     ("#include /dev/zero", _include("/dev/zero")),
     ("#include a FIFO", _include("fifo")),
     ("define with a comma", _comma),
+    # constants: (measure fills __constant__ symbols from .npy files): what tile reads of them
+    ("constants: 17 symbols", _tile(constants="{" + ", ".join(f"t{i}: a.npy" for i in range(17))
+                                    + "}")),
+    ("constants: a name with a shell", _tile(constants="{'a;touch PWNED': a.npy}")),
+    ("constants: a FIFO", lambda d: (os.mkfifo(d / "f.npy"), _tile(constants="{t: f.npy}")(d))[1]),
+    ("constants: a link to /dev/zero",
+     lambda d: (os.symlink("/dev/zero", d / "z.npy"), _tile(constants="{t: z.npy}")(d))[1]),
+    ("constants: a 300-character name", _tile(constants="{t: " + "x" * 300 + ".npy}")),
 ]
 STDOUT = {"/dev/full": ["calc", "-d", "a100", "-t", "256", "--json"], "closed": ["devices"]}
 
