@@ -1144,3 +1144,22 @@ def test_a_bad_store_fails_before_anything_compiles(tmp_path: Path,
             str(tmp_path / "s.json"))
     assert r.exit_code == 2  # type: ignore[attr-defined]
     assert r.stderr.startswith("Error: --store") and "compiled" not in r.stderr  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("command,entry", [
+    ("check", "  - name: k\n    source: {src}\n    block: 256\n"),
+    ("tile", "  - name: k\n    source: {src}\n    space: {{T: [1]}}\n    block: 32\n    grid: 1\n"),
+])
+def test_a_path_the_system_refuses_is_no_such_file(tmp_path: Path, command: str, entry: str) -> None:
+    """A name longer than the file system takes (ENAMETOOLONG, which Path.is_file raises on)
+    is "no such file" at the key, exit 2, in every manifest reader (inputs/files.regular_file):
+    `check` gives the entry an ERROR verdict, `tile` one line. It was a traceback."""
+    p = tmp_path / "m.yaml"
+    p.write_text("devices: [h200]\nkernels:\n" + entry.format(src="x" * 300 + ".cu"))
+    args = [command, str(p)] + (["--kernel", "k", "-d", "h200"] if command == "tile" else [])
+    r = run(*args)
+    out = r.output + r.stderr  # type: ignore[attr-defined]
+    assert r.exit_code == 2 and "source: no such file" in out, out
+    assert "Traceback" not in out and "File name too long" not in out
+    if command == "tile":
+        assert len(r.stderr.strip().splitlines()) == 1  # type: ignore[attr-defined]

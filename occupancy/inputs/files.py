@@ -30,6 +30,15 @@ def display(path: str | os.PathLike[str]) -> str:
     return inert(str(path))
 
 
+def regular_file(path: Path) -> bool:
+    """Whether `path` names a regular file: False for a folder, a device, a missing file, and
+    a path the system refuses (a name too long, a NUL byte), which Path.is_file raises on."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def read_bytes(path: str | os.PathLike[str], error: type[Any], cap: int,
                missing_hint: str, what: str = "file") -> bytes:
     """The bytes of a regular file of at most `cap` bytes, or `error(message, path)`."""

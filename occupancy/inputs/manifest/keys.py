@@ -20,7 +20,7 @@ from typing import Any
 
 from occupancy.core.errors import FileError, OccupancyError
 from occupancy.core.limits import INT32_MAX
-from occupancy.inputs.files import YamlDoc
+from occupancy.inputs.files import YamlDoc, regular_file
 from occupancy.inputs.flags import check_flags
 from occupancy.inputs.safety import check_define_name, define_value, excerpt, inert
 
@@ -189,7 +189,7 @@ def parse_compilers(v: Any, base: Path, line: int | None) -> dict[str, str]:
     out = {}
     for arch, path in v.items():
         q = Path(path) if os.path.isabs(path) else base / path
-        if not q.is_file():
+        if not regular_file(q):
             raise EntryError(f"compilers.{arch}: no such file {inert(str(q))}", line)
         out[arch] = os.path.abspath(q)
     return out

@@ -13,7 +13,7 @@ from typing import Any
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.core.limits import INT32_MAX
-from occupancy.inputs.files import YamlDoc, read_yaml
+from occupancy.inputs.files import YamlDoc, read_yaml, regular_file
 from occupancy.inputs.manifest.keys import (
     LAUNCH,
     MAX_KERNELS,
@@ -137,7 +137,7 @@ class _Entry:
         if not isinstance(v, str) or not v or "\x00" in v:
             raise self.fail(f"{key} must be a file path", key)
         q = Path(v) if os.path.isabs(v) else self.base / v
-        if not q.is_file():
+        if not regular_file(q):
             raise self.fail(f"{key}: no such file {inert(str(q))}", key)
         return os.path.abspath(q), v
 
@@ -150,7 +150,7 @@ class _Entry:
         out = []
         for f in v:
             q = Path(f) if os.path.isabs(f) else self.base / f
-            if not q.is_file():
+            if not regular_file(q):
                 raise self.fail(f"{key}: no such file {inert(str(q))}", key)
             out.append(os.path.abspath(q))
         return tuple(out)

@@ -20,7 +20,7 @@ from typing import Any
 from occupancy.core.errors import OccupancyError
 from occupancy.core.limits import INT32_MAX
 from occupancy.inputs.expr import Expr, ExprError, array_operands, check_names, parse
-from occupancy.inputs.files import YamlDoc, read_yaml
+from occupancy.inputs.files import YamlDoc, read_yaml, regular_file
 from occupancy.inputs.manifest.keys import (
     TOLERANCE_HINT,
     TRITON,
@@ -208,7 +208,7 @@ class _Entry:
             raise self.fail(key, f"{inert(v[:80])!r} is not 'path/to/module.py:function' "
                             "(a .py file, relative to the manifest, and a Python identifier)")
         q = Path(where) if os.path.isabs(where) else self.path.parent / where
-        if not q.is_file():
+        if not regular_file(q):
             raise self.fail(key, f"no such file {inert(str(q))}")
         return os.path.abspath(q), where, fn
 
@@ -349,7 +349,7 @@ class _Entry:
         if "\x00" in raw or not raw:
             raise self.fail("configs", "must be a file path")
         q = Path(raw) if os.path.isabs(raw) else self.path.parent / raw
-        if not q.is_file():
+        if not regular_file(q):
             raise self.fail("configs", f"no such file {inert(str(q))}")
         try:
             by_size = read_config_file(q)

@@ -13,7 +13,7 @@ from typing import Any
 from occupancy.core.errors import OccupancyError
 from occupancy.core.limits import INT32_MAX
 from occupancy.inputs.expr import Expr, ExprError, array_operands, check_names, parse
-from occupancy.inputs.files import YamlDoc, read_yaml
+from occupancy.inputs.files import YamlDoc, read_yaml, regular_file
 from occupancy.inputs.manifest.keys import (
     TOLERANCE_HINT,
     TUNE,
@@ -160,7 +160,7 @@ class _TuneEntry:
         if not isinstance(src, str) or not src or "\x00" in src:
             raise self.fail("source", "must be a file path")
         q = Path(src) if os.path.isabs(src) else self.path.parent / src
-        if _file_size(q) is None:
+        if not regular_file(q):
             raise self.fail("source", f"no such file {inert(str(q))}")
         return os.path.abspath(q), src
 
@@ -355,23 +355,13 @@ class _TuneEntry:
                 raise self.fail("constants", f"{name}: give a .npy file (numpy.save), relative "
                                 "to the manifest")
             q = Path(f) if os.path.isabs(f) else self.path.parent / f
-            size = _file_size(q)
-            if size is None:
+            if not regular_file(q):
                 raise self.fail("constants", f"{name}: no such file {inert(str(q))}")
-            if size > CONSTANT_FILE_BYTES:
+            if q.stat().st_size > CONSTANT_FILE_BYTES:
                 raise self.fail("constants", f"{name}: {inert(f)} is over 64 KB, the constant "
                                 "bank: a __constant__ table cannot hold it")
             out[name] = os.path.abspath(q)
         return out
-
-
-def _file_size(q: Path) -> int | None:
-    """The size of a regular file, or None: missing, a folder, or a path the system refuses
-    (a name too long, a loop of links)."""
-    try:
-        return q.stat().st_size if q.is_file() else None
-    except (OSError, ValueError):
-        return None
 
 
 def _args(raw: Any, expr: Any, fail: Any) -> tuple[tuple[Expr | ArrayArg, ...], set[str]]:
