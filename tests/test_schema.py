@@ -98,7 +98,8 @@ def test_committed_gpu_records_match_the_schema() -> None:
              *sorted(res.glob("h200-final-3/tune-*.json")), *sorted(res.glob("h200-final-3/budget-*.json")),
              *sorted(res.glob("h200-corpus/*.json")), *sorted(res.glob("h200-budget-gp/**/*.json")),
              *sorted(res.glob("h200-corpus-remeasured/**/*.json")),
-             *sorted(res.glob("h200-corpus-day2/*.json"))]
+             *sorted(res.glob("h200-corpus-day2/*.json")),
+             *sorted(res.glob("h200-corpus-pnpoly-polygon/*.json"))]
     tuned = [f for f in tuned if f.name not in ("store.json", "lds-wavefronts.json")]
     assert len(shipped) == 10 and len(tuned) >= 31 + 3 + 19 + 11
     for f in shipped:
