@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from occupancy import load_device
-from occupancy.build.binaries import sass_loop_mix
+from occupancy.build.sass_loops import sass_loop_mix
 from occupancy.build.sass_pipes import pipe_factor, pipe_key
 
 RECORD = Path(__file__).resolve().parent.parent / "bench" / "results" / "h200-pipes"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from occupancy.build.binaries import _load_batches
 from occupancy.build.builds import build_ptx
 from occupancy.build.compilers import make_build
+from occupancy.build.sass_loops import _load_batches
 from occupancy.core.banks import bank_conflicts
 from occupancy.tune.ptxsim import ARRAY_STRIDE, MAX_STEPS, PtxError, block_sample, parse_kernel, run_warp
 from tests.needs import need_nvcc

@@ -521,7 +521,7 @@ def test_sass_hottest_loop_skips_out_of_line_fallbacks() -> None:
     kernel's EXIT and branches back into the main path: that backward branch is no loop.
     Counted as one it was the longest 'loop' of cuda-samples' reduce6 (no FFMA anywhere),
     and the model read a body without loads instead of the grid-stride load loop."""
-    from occupancy.build.binaries import sass_loop_mix
+    from occupancy.build.sass_loops import sass_loop_mix
 
     sass = """
 .text._Z1kPfS_j:
@@ -561,7 +561,7 @@ def test_sass_other_passes_count_their_own_waits() -> None:
     pointers are not __restrict__), four waits for four loads; a rolled loop of one load is
     a remainder, left to the hottest loop's count. Only the second is another pass that
     waits for each load."""
-    from occupancy.build.binaries import sass_loop_mix
+    from occupancy.build.sass_loops import sass_loop_mix
 
     sass = """
 .text._Z1kPfS_j:
@@ -623,7 +623,7 @@ def test_other_passes_are_whole_loops_counted_once() -> None:
     branch: its first part waits for each of its 2 loads, its second batches 2 more, and the
     whole (4 loads, 3 waits) is no pass that waits for each load; taken to its first branch
     only, it was. Two loops that overlap without nesting count once."""
-    from occupancy.build.binaries import sass_loop_mix
+    from occupancy.build.sass_loops import sass_loop_mix
 
     head = """
 .text._Z1kPfS_j:
@@ -698,7 +698,7 @@ def test_division_ffmas_neither_choose_the_hot_loop_nor_go_below_zero() -> None:
     """A setup loop of divisions (5 FFMAs each) holds more FFMAs than the work loop after
     it: the hot loop is the one with the most work FFMAs. A body with an FCHK but fewer
     FFMAs than a division's (a partial sequence) counts no more division FFMAs than it has."""
-    from occupancy.build.binaries import sass_loop_mix
+    from occupancy.build.sass_loops import sass_loop_mix
 
     sass = """
 .text._Z1kPfS_j:
@@ -753,8 +753,8 @@ def test_indexed_constant_reads_are_counted_and_named() -> None:
     (`c[0x3][UR4+0x8]`); only those are counted (`uldc`), not an immediate offset into the
     table or the kernel's parameters (bank 0). `tile`'s findings name the points that hold
     8 or more blocks an SM, where that loop ran up to 9x slow on the H200."""
-    from occupancy.build.binaries import sass_loop_mix
     from occupancy.build.resources import KernelResources
+    from occupancy.build.sass_loops import sass_loop_mix
     from occupancy.core.solver import solve
     from occupancy.tune.model import Prediction
     from occupancy.tune.ranked import Point, Ranked, findings
@@ -810,7 +810,7 @@ def test_a_lone_warp_waits_for_its_shared_loads_less_what_it_issues_between() ->
     step that loads and then uses the data at once (a rolled k loop) waits the latency less
     the one instruction between; 60 independent FFMAs between load and use hide it all; an
     LDS.64 holds two registers, so a use of its second waits too, and of a third does not."""
-    from occupancy.build.binaries import ALU_RESULT_CLOCKS, SHARED_LOAD_CLOCKS, sass_loop_mix
+    from occupancy.build.sass_loops import ALU_RESULT_CLOCKS, SHARED_LOAD_CLOCKS, sass_loop_mix
 
     rolled = ["LDS.128 R8, [R5]", "IADD3 R5, R5, 0x10, RZ", "FFMA R20, R8, R9, R20",
               "FFMA R21, R10, R11, R21"]
@@ -1054,7 +1054,7 @@ def test_the_reason_says_what_the_warps_do_not_hide() -> None:
 def test_an_empty_kernel_has_an_empty_mix() -> None:
     """A kernel with no loop and nothing but EXIT (and the branch-to-self after it) has a
     mix of zeros, not an error (its translation unit's other kernels still get theirs)."""
-    from occupancy.build.binaries import sass_loop_mix
+    from occupancy.build.sass_loops import sass_loop_mix
 
     sass = """
 .text._Z5emptyv:
@@ -1099,7 +1099,7 @@ def test_sass_loop_nested_in_the_hottest_counts_apart() -> None:
     read is the tile loop, and the nested loop's instructions are also given apart
     (`inner_*`), since they run once per k step, not once per tile. A second backward
     branch to the tile loop's own head (a `continue`) is not a nested loop."""
-    from occupancy.build.binaries import sass_loop_mix
+    from occupancy.build.sass_loops import sass_loop_mix
 
     sass = """
 .text._Z1kPf:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-import occupancy.build.binaries as binaries  # noqa: E402
+import occupancy.build.sass_loops as sass_loops  # noqa: E402
 from occupancy.build.compilers import nvdisasm_path  # noqa: E402
 
 SHAPES = {"88": (8, 8, 1.69), "84": (8, 4, 1.98), "44": (4, 4, 1.98)}
@@ -29,15 +29,15 @@ SHAPES = {"88": (8, 8, 1.69), "84": (8, 4, 1.98), "44": (4, 4, 1.98)}
 
 def lone_warp(sass: str, latency: int) -> tuple[int, int]:
     """(clocks a lone warp takes per pass of the hottest loop in steady state, instructions
-    it issues): the SASS reader's own `warp_wait` (binaries._lone_warp_wait), with the shared
+    it issues): the SASS reader's own `warp_wait` (sass_loops._lone_warp_wait), with the shared
     load's latency set and arithmetic results ready the next clock (this record waits for
     shared loads only)."""
-    saved = binaries.SHARED_LOAD_CLOCKS, binaries.ALU_RESULT_CLOCKS
-    binaries.SHARED_LOAD_CLOCKS, binaries.ALU_RESULT_CLOCKS = latency, 1
+    saved = sass_loops.SHARED_LOAD_CLOCKS, sass_loops.ALU_RESULT_CLOCKS
+    sass_loops.SHARED_LOAD_CLOCKS, sass_loops.ALU_RESULT_CLOCKS = latency, 1
     try:
-        mix = dict(next(iter(binaries.sass_loop_mix(sass).values())))
+        mix = dict(next(iter(sass_loops.sass_loop_mix(sass).values())))
     finally:
-        binaries.SHARED_LOAD_CLOCKS, binaries.ALU_RESULT_CLOCKS = saved
+        sass_loops.SHARED_LOAD_CLOCKS, sass_loops.ALU_RESULT_CLOCKS = saved
     return mix["total"] + mix["warp_wait"], mix["total"]
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from occupancy import load_device  # noqa: E402
-from occupancy.build.binaries import sass_loop_mix  # noqa: E402
 from occupancy.build.compilers import nvdisasm_path  # noqa: E402
+from occupancy.build.sass_loops import sass_loop_mix  # noqa: E402
 from occupancy.core.solver import solve  # noqa: E402
 from occupancy.tune.model import LAUNCH_OVERHEAD_MS, predict_work  # noqa: E402
 

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from occupancy.build import binaries  # noqa: E402
+from occupancy.build import sass_loops  # noqa: E402
 from occupancy.build.compilers import nvdisasm_path  # noqa: E402
 
 # per kind: the opcode that marks its loop's trips, how many of it a source iteration runs
@@ -33,16 +33,16 @@ def loops() -> dict[int, list[str]]:
         sass = subprocess.run([nvdisasm_path() or "nvdisasm", "-c", str(cubin)], check=True,
                               capture_output=True, text=True).stdout
     bodies: dict[int, list[str]] = {}
-    real = binaries._counts
+    real = sass_loops._counts
 
     def keep(body):  # the hottest loop's instructions, as sass_loop_mix chose them
         bodies.setdefault(len(bodies), [op for _, op, _, _, _ in body])
         return real(body)
-    binaries._counts = keep
+    sass_loops._counts = keep
     try:
-        names = list(binaries.sass_loop_mix(sass))
+        names = list(sass_loops.sass_loop_mix(sass))
     finally:
-        binaries._counts = real
+        sass_loops._counts = real
     # sass_loop_mix counts each function's body, then its nested FFMA loops: two calls each
     return {int(re.search(r"ILi(\d)E", n).group(1)): bodies[2 * i] for i, n in enumerate(names)}
 

@@ -208,7 +208,7 @@ def with_loop_mix(found: Mapping[str, KernelResources], cubin: bytes
 
 def _loop_mixes(cubin: bytes) -> dict[str, tuple[tuple[str, int], ...]]:
     """The hottest loop's instruction mix per kernel, from nvdisasm (empty without it)."""
-    from occupancy.build.binaries import sass_loop_mix
+    from occupancy.build.sass_loops import sass_loop_mix
 
     exe = nvdisasm_path()
     if exe is None:

@@ -1,6 +1,6 @@
 """A kernel's resources (registers, smem, stack, spills, barriers, launch bound), and the
 pure parsers that read them from ptxas logs. Compilers live in toolchain.py, binary
-formats in binaries.py; nothing here runs a program.
+formats in binaries.py and the SASS in sass_loops.py; nothing here runs a program.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class KernelResources:
     # live there, so a non-zero frame may be spills.
     spills_unknown: bool = False
     cluster_dims: tuple[int, int, int] | None = None  # __cluster_dims__ from the binary
-    # Static instruction mix of the hottest loop in the SASS (binaries.sass_loop_mix):
+    # Static instruction mix of the hottest loop in the SASS (sass_loops.sass_loop_mix):
     # (("total", n), ("ffma", n), ...); None where no disassembler was at hand.
     loop_mix: tuple[tuple[str, int], ...] | None = None
     # from a device-linked image or nvlink's report: final under -rdc (a ptxas log of a

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from occupancy.build.binaries import COUNTED_KEYS
+from occupancy.build.sass_loops import COUNTED_KEYS
 from occupancy.build.sass_pipes import pipe_factor
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
@@ -437,7 +437,7 @@ def _sass_work(dev: Device, grid_blocks: int, occ: OccupancyResult, flops: float
 
 def work_ffma(mix: Mapping[str, int], prefix: str = "") -> int:
     """The FFMAs of the loop that do its multiply-adds: all of them less those of the IEEE
-    divisions it holds (binaries.DIVISION_FFMAS each). The declared FLOPs count the
+    divisions it holds (sass_loops.DIVISION_FFMAS each). The declared FLOPs count the
     kernel's work, not how the compiler divides: a loop with a division per iteration would
     otherwise look 6x shorter per FLOP than it is (kernel_tuner's pnpoly computing its
     slopes: 48 FFMAs per 8 edges, 8 of them its work). A loop whose only FFMAs are a

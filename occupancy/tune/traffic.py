@@ -41,7 +41,7 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     refinement is not counted); where that body holds several iterations of the PTX
     loop, ptxas unrolled it, and the warp is run again with that unroll (ptxsim merges the
     scalar shared loads that step across iterations, as ptxas does). `merge`: whether the
-    SASS has wide shared (loads, stores) at all (binaries' `wide_lds`, `wide_sts`): ptxas
+    SASS has wide shared (loads, stores) at all (sass_loops' `wide_lds`, `wide_sts`): ptxas
     merges scalar ones only where it proves their alignment, and where it merged none,
     ptxsim merges none."""
     from occupancy.tune.ptxsim import WARP, PtxError, Traffic, block_sample, run_warp
