@@ -752,7 +752,8 @@ def test_indexed_constant_reads_are_counted_and_named() -> None:
     """A loop that walks a __constant__ table reads it with ULDC through a uniform register
     (`c[0x3][UR4+0x8]`); only those are counted (`uldc`), not an immediate offset into the
     table or the kernel's parameters (bank 0). `tile`'s findings name the points that hold
-    8 or more blocks an SM, where that loop ran up to 9x slow on the H200."""
+    8-11 blocks an SM, where that loop ran at its issue count or up to 9x slower on the H200
+    (from 12 the model prices it: tune/constwalk.py, tests/test_constwalk.py)."""
     from occupancy.build.resources import KernelResources
     from occupancy.build.sass_loops import sass_loop_mix
     from occupancy.core.solver import solve
@@ -781,19 +782,25 @@ def test_indexed_constant_reads_are_counted_and_named() -> None:
         return Ranked(Point({"B": block}, "k", (), (block,), (grid,), 0), res,
                       solve(dev, block, 32), pred, ())
 
-    walk = tuple(mix.items())
+    walk = (*mix.items(), ("cbank3", 4096))  # the module's __constant__ bytes (builds.py)
     held = {b: solve(dev, b, 32).active_blocks_per_sm for b in (64, 256, 288, 512)}
     assert held == {64: 32, 256: 8, 288: 7, 512: 4}
     sms = dev.sm_count
     points = [point(512, walk), point(288, walk), point(64, walk), point(256, walk),
-              point(64, (("uldc", 0),)), point(64, walk, grid=7 * sms)]
+              point(64, (("uldc", 0),)), point(64, walk, grid=7 * sms),
+              point(64, walk, grid=11 * sms)]
     said = findings(points, sms)
     assert len(said) == 1 and said[0].startswith(
-        "The hot loop reads a __constant__ table through a uniform register (ULDC) in 2 of 6 "
-        "points that hold 8 or more blocks an SM, the first B=64: ")
-    # 8 blocks an SM from the grid as well: 8 x SMs blocks are named, 7 x SMs are not
+        "The hot loop reads a __constant__ table through a uniform register (ULDC) in 2 of 7 "
+        "points that hold 8-11 blocks an SM, the first B=256: ")
+    # 8 blocks an SM from the grid as well: 8 x SMs blocks are named, 7 x SMs are not, and
+    # 12 x SMs (the model's price) neither
     assert len(findings([point(64, walk, grid=8 * sms)], sms)) == 1
+    assert findings([point(64, walk, grid=12 * sms), point(64, walk, grid=7 * sms)], sms) == []
     assert findings([point(512, walk), point(288, walk), point(64, (("uldc", 0),))], sms) == []
+    # a table of 256 B or less stayed fast (bench/results/h200-uldc-walk round 2)
+    small = (*mix.items(), ("cbank3", 256))
+    assert findings([point(256, small)], sms) == []
 
 
 def _loop(body: list[str]) -> str:

@@ -57,6 +57,7 @@ class Cubin:
     # shared memory (and, across calls, registers and stack) are only final after nvlink.
     relocatable: bool = False
     objects: dict[str, int] = field(default_factory=dict)  # data symbols' sizes: __constant__...
+    constant_bytes: int = 0  # the module's __constant__ data (.nv.constant3), every table
 
 
 def _u(fmt: str, data: bytes, off: int) -> tuple[int, ...]:
@@ -129,6 +130,7 @@ def parse_cubin(data: bytes) -> Cubin:
     frames: dict[str, int] = {}
     per_fn: dict[str, list[tuple[int, bytes]]] = {}
     shared: dict[str, int] = {}
+    bank3 = 0
     for sec_name, sec in named:
         if sec_name == ".nv.info":
             for attr, val in _records(body(sec)):
@@ -141,6 +143,8 @@ def parse_cubin(data: bytes) -> Cubin:
             per_fn[sec_name[len(".nv.info."):]] = _records(body(sec))
         elif sec_name.startswith(".nv.shared.") and not sec_name.startswith(".nv.shared.reserved"):
             shared[sec_name[len(".nv.shared."):]] = sec[3]
+        elif sec_name == ".nv.constant3":
+            bank3 = sec[3]
     kernels: dict[str, CubinKernel] = {}
     for fn, records in per_fn.items():
         barriers, max_threads = 0, None
@@ -159,7 +163,7 @@ def parse_cubin(data: bytes) -> Cubin:
             continue  # a device function's info (a linked image holds them), not a kernel's
         kernels[fn] = CubinKernel(fn, regs[fn], frames.get(fn, 0), shared.get(fn, 0), barriers,
                                   max_threads, cluster)
-    return Cubin(arch, kernels, is_relocatable(data), objects)
+    return Cubin(arch, kernels, is_relocatable(data), objects, bank3)
 
 
 def _symbols(named: Sequence[tuple[str, tuple[int, ...]]], sections: Sequence[tuple[int, ...]],

@@ -220,7 +220,12 @@ def _loop_mixes(cubin: bytes) -> dict[str, tuple[tuple[str, int], ...]]:
             r = run_tool([exe, "-c", path], timeout=120)
         except (OSError, subprocess.TimeoutExpired):
             return {}
-    return sass_loop_mix(r.stdout) if r.returncode == 0 else {}
+    mixes = sass_loop_mix(r.stdout) if r.returncode == 0 else {}
+    try:  # the module's __constant__ bytes: how large a table its loops may walk
+        bank3 = parse_cubin(cubin).constant_bytes
+    except OccupancyError:
+        bank3 = 0
+    return {k: (*m, ("cbank3", bank3)) for k, m in mixes.items()}
 
 
 def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None,

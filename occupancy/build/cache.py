@@ -32,8 +32,9 @@ CACHE_FORMAT = 9  # what a cache entry holds; bump when KernelResources gains a 
 # waits, `pass_ldg*` (one commit); 6: instead, the other passes that wait for each load,
 # `pass_loops`; 7: and the function's wide shared accesses, `wide_lds` and `wide_sts`, and
 # `pass_loops` by whole loops, each counted once; 8: and the instructions of the narrow
-# pipes, `alu`, `imad`, `mufu`.)
-MIX_FORMAT = 8
+# pipes, `alu`, `imad`, `mufu`; 9: and the register-indexed __constant__ reads, `ldc3`, and
+# the module's __constant__ bytes, `cbank3`.)
+MIX_FORMAT = 9
 
 
 def cache_dir() -> Path:

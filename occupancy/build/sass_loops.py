@@ -15,7 +15,7 @@ _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
 _SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                         r"(?:.*?`\((\.L_x_\d+)\))?")
 COUNTED_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg",
-                "bar", "div_ffma", "uldc", "warp_wait", *PIPE_KEYS)
+                "bar", "div_ffma", "uldc", "ldc3", "warp_wait", *PIPE_KEYS)
 # `inner_*`: the part of the body that lies in loops nested inside it with FFMAs (a k loop
 # ptxas kept rolled inside the tile loop): those instructions run once per iteration of
 # the inner loop, not of the body (model.unit_mix scales them)
@@ -44,12 +44,13 @@ MIX_KEYS = (*COUNTED_KEYS, "loop", "ldg_batches", "ldg_cover",
 # FFMAs, no FCHK), `sqrtf` (MUFU.RSQ and two) and double divisions still count as work.
 DIVISION_FFMAS = 5
 # `uldc`: reads of a __constant__ table through a uniform-register index (`ULDC c[0x3][UR4
-# + 0x8]`: a loop walking the table, every lane at the same entry). On the H200 such a loop
-# ran up to 9x slower than its issue count once 8 or more blocks shared an SM and the table
-# was over 256 B (bench/results/h200-uldc-walk); the model does not price that, and `tile`
-# says where it may happen (tune/ranked.findings). sm_75-sm_90's form: nvcc 13 reads the
-# table with LDCU on sm_100 and sm_120, which is not measured and not counted.
+# + 0x8]`: a loop walking the table, every lane at the same entry); `ldc3`: reads of it
+# through a register index (`LDC.64 R6, c[0x3][R6]`, the same walk where ptxas kept the
+# index in a register). Where such reads queue behind the immediate constant cache's misses
+# the model prices them (tune/constwalk.py; docs/model.md item 29). sm_75-sm_90's forms:
+# nvcc 13 reads the table with LDCU on sm_100 and sm_120, which is not measured or counted.
 _ULDC_INDEXED = re.compile(r"c\[0x3\]\[\s*UR")
+_LDC_INDEXED = re.compile(r"c\[0x3\]\[\s*R\d")
 # `warp_wait`: the clocks one warp alone waits per pass of the loop for the results it
 # reads, issuing one instruction a clock: a shared load's registers SHARED_LOAD_CLOCKS after
 # the load (the latency as a warp sees it, issue to first use: 50 clocks on the H200, set on
@@ -178,6 +179,8 @@ def _counts(body: Sequence[_Insn]) -> dict[str, int]:
             mix["div_ffma"] += DIVISION_FFMAS
         elif op == "ULDC" and _ULDC_INDEXED.search(rest):
             mix["uldc"] += 1
+        elif op == "LDC" and _LDC_INDEXED.search(rest):
+            mix["ldc3"] += 1
         elif (key := pipe_key(op)) is not None:  # the narrow pipes' (sass_pipes)
             mix[key] += 1
     mix["div_ffma"] = min(mix["div_ffma"], mix["ffma"])

@@ -19,6 +19,7 @@ from occupancy.core.solver import OccupancyResult
 from occupancy.core.words import limiters, pct
 from occupancy.inputs.manifest.tuning import TuneSpec
 from occupancy.inputs.safety import inert
+from occupancy.tune.constwalk import PRICED_BLOCKS, SMALL_TABLE_BYTES
 from occupancy.tune.leaders import describe, leaders
 from occupancy.tune.model import (
     MEASURED_ON,
@@ -213,8 +214,8 @@ def _ratio(r: Ranked, p: Prediction) -> float:
 
 
 # Resident blocks an SM from which a loop reading a __constant__ table through ULDC entered
-# its slow regime on the H200 (bench/results/h200-uldc-walk: 8 blocks in part, 16 and more
-# always, 4 never)
+# its slow regime on the H200 in part (bench/results/h200-cwalk: 8-11 blocks some loops,
+# not others; from constwalk.PRICED_BLOCKS on the model prices it; 4 never)
 ULDC_BLOCKS = 8
 
 
@@ -240,16 +241,20 @@ def findings(ranked: Sequence[Ranked], sm_count: int) -> list[str]:
         worst = max(spread, key=lambda r: lines[id(r)])
         out.append(f"Uncoalesced loads in {len(spread)} of {len(ranked)} points: up to "
                    f"{lines[id(worst)]:.1f} 128-byte lines per warp load ({inert(worst.label)}).")
+    def blocks(r: Ranked) -> int:
+        assert r.occupancy is not None
+        return min(r.occupancy.active_blocks_per_sm, -(-r.point.grid_blocks // max(sm_count, 1)))
     walkers = [r for r in ranked if r.resources is not None and r.occupancy is not None
                and dict(r.resources.loop_mix or ()).get("uldc")
-               and min(r.occupancy.active_blocks_per_sm,
-                       -(-r.point.grid_blocks // max(sm_count, 1))) >= ULDC_BLOCKS]
+               and dict(r.resources.loop_mix or ()).get("cbank3", 0) > SMALL_TABLE_BYTES
+               and ULDC_BLOCKS <= blocks(r) < PRICED_BLOCKS]
     if walkers:
         out.append(f"The hot loop reads a __constant__ table through a uniform register (ULDC) "
-                   f"in {len(walkers)} of {len(ranked)} points that hold {ULDC_BLOCKS} or more "
-                   f"blocks an SM, the first {inert(walkers[0].label)}: on the H200 such loops "
-                   "ran up to 9x slower than their issue count when the table is over 256 B "
-                   "(bench/results/h200-uldc-walk). The model does not price that: measure "
-                   "these points before trusting their rank.")
+                   f"in {len(walkers)} of {len(ranked)} points that hold {ULDC_BLOCKS}-"
+                   f"{PRICED_BLOCKS - 1} blocks an SM, the first {inert(walkers[0].label)}: on "
+                   "the H200 such loops ran at their issue count or up to 9x slower there, as the "
+                   "blocks drifted apart (bench/results/h200-cwalk); the model prices that from "
+                   f"{PRICED_BLOCKS} blocks on, not here: measure these points before trusting "
+                   "their rank.")
     return out
 

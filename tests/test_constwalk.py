@@ -1,0 +1,166 @@
+"""A loop that walks a __constant__ table (occupancy/tune/constwalk.py, docs/model.md item 29):
+what the SASS reader counts (`uldc`, `ldc3`, the module's `cbank3`), when the slow regime is
+priced, and the rule checked against every row of the H200 microbenchmarks it comes from
+(bench/results/h200-cwalk/fit.txt, written by bench/cwalk/fit.py)."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+from occupancy import load_device
+from occupancy.build.sass_loops import COUNTED_KEYS, sass_loop_mix
+from occupancy.core.solver import solve
+from occupancy.tune import constwalk
+from occupancy.tune.constwalk import (
+    PRICED_BLOCKS,
+    ULDC_MISS_CLOCKS,
+    constant_walk_seconds,
+    walks_slow,
+)
+from occupancy.tune.model import predict_work
+from tests.needs import need, need_nvcc
+
+FIT = Path(__file__).resolve().parent.parent / "bench" / "results" / "h200-cwalk" / "fit.txt"
+H200 = load_device("h200")
+
+
+def walk(**kw: int) -> dict[str, int]:
+    """A pnpoly-like loop: 4 ULDC and 5 register-indexed LDC among 80 instructions."""
+    mix = dict.fromkeys(COUNTED_KEYS, 0)
+    mix.update(total=80, ffma=8, fp32=16, alu=30, imad=8, uldc=4, ldc3=5, cbank3=7200, loop=1)
+    mix.update(kw)
+    return mix
+
+
+def test_the_reader_counts_indexed_constant_reads_only() -> None:
+    """`LDC.64 R6, c[0x3][R6]` is a walk (a register index); an immediate offset, RZ, and
+    the parameters' bank 0 are not."""
+    sass = """
+.text._Z1kPfS_j:
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+.L_x_1:
+        /*0010*/                   LDC.64 R6, c[0x3][R6] ;
+        /*0020*/                   LDC.64 R8, c[0x3][R8+0x8] ;
+        /*0030*/                   LDC R2, c[0x3][0x10] ;
+        /*0040*/                   LDC R3, c[0x3][RZ] ;
+        /*0050*/                   LDC R4, c[0x0][R5] ;
+        /*0060*/                   ULDC UR8, c[0x3][UR5] ;
+        /*0070*/                   FFMA R21, R21, UR8, R6 ;
+        /*0080*/               @P0 BRA `(.L_x_1) ;
+        /*0090*/                   EXIT ;
+"""
+    mix = dict(sass_loop_mix(sass)["_Z1kPfS_j"])
+    assert (mix["ldc3"], mix["uldc"], mix["total"]) == (2, 1, 8)
+
+
+def test_each_condition_of_the_slow_regime() -> None:
+    assert walks_slow(H200, walk(), PRICED_BLOCKS)
+    assert not walks_slow(H200, walk(), PRICED_BLOCKS - 1)  # 8-11: bistable, not priced
+    assert not walks_slow(H200, walk(cbank3=256), 32)  # a table of 256 B or less stayed fast
+    assert walks_slow(H200, walk(cbank3=257), 32)
+    assert not walks_slow(H200, walk(uldc=0), 32)  # LDC alone never went slow
+    # ULDC alone: slow only with little issue between its reads (80 x pipes / 4 / uldc)
+    alone = walk(ldc3=0, uldc=1)
+    assert constwalk.uldc_issue_clocks(H200, alone) == 20.0 and not walks_slow(H200, alone, 32)
+    assert constwalk.uldc_issue_clocks(H200, walk(ldc3=0)) == 5.0
+    assert walks_slow(H200, walk(ldc3=0), 32)
+    assert walks_slow(H200, walk(uldc=1), 32)  # beside LDC reads, whatever the issue
+    # the busiest pipe counts: 80 instructions, 60 of them compares (120 ALU clocks)
+    assert constwalk.uldc_issue_clocks(H200, walk(ldc3=0, alu=60)) == 7.5
+    # compute capability 7.5-9.x only (ULDC from Turing; Blackwell reads through LDCU)
+    from dataclasses import replace
+    for cc, priced in (("7.0", False), ("7.5", True), ("8.0", True), ("9.0", True),
+                       ("10.0", False), ("12.0", False), ("x", False)):
+        assert walks_slow(replace(H200, compute_capability=cc), walk(), 32) is priced, cc
+
+
+def test_the_floor_is_the_reads_at_the_miss_rate() -> None:
+    runs = 1e6
+    want = runs * 4 * ULDC_MISS_CLOCKS / (H200.sm_count * H200.boost_clock_mhz * 1e6)
+    assert constant_walk_seconds(H200, walk(), runs, 32) == pytest.approx(want)
+    assert constant_walk_seconds(H200, walk(), runs, 8) == 0.0
+    assert constant_walk_seconds(H200, walk(), 0.0, 32) == 0.0
+
+
+def test_predict_work_puts_the_floor_under_the_issue_side() -> None:
+    """At 32 blocks of 64 an SM the walk binds (`constant`); held to 4 blocks by shared
+    memory the same loop is at its issue count."""
+    flops = 2 * 600 * 2_000_000
+    many = solve(H200, 64, 26)
+    few = solve(H200, 64, 26, dynamic_shared_memory=50_000)
+    assert many.active_blocks_per_sm == 32 and few.active_blocks_per_sm == 4
+    grid = 2_000_000 // 128
+    mix = tuple(walk().items())
+    slow = predict_work(H200, many, grid, flops, 12 * 2_000_000, 26, loop_mix=mix)
+    fast = predict_work(H200, few, grid, flops, 12 * 2_000_000, 26, loop_mix=mix)
+    assert slow.bound == "constant" and fast.bound != "constant"
+    assert fast.roofs_ms["constant"] == 0.0
+    assert slow.predicted_ms > 2 * fast.predicted_ms
+    # the floor is the whole time, less the launch (no other roof adds to it here)
+    assert slow.predicted_ms == pytest.approx(slow.roofs_ms["constant"], rel=0.01)
+
+
+def _fit_rows() -> list[dict[str, float]]:
+    rows = []
+    pat = re.compile(r"table\s+(\d+) B block\s+(\d+) blocks/SM\s+(\d+) uldc (\d+) ldc3 (\d+): "
+                     r"measured\s+([\d.]+) clocks an iteration, issue\s+([\d.]+), floor\s+([\d.]+)")
+    for line in FIT.read_text().splitlines():
+        m = pat.search(line)
+        if m:
+            rows.append(dict(zip(("bytes", "block", "blocks", "uldc", "ldc3", "clocks", "issue",
+                                  "floor"), map(float, m.groups()), strict=True)))
+    return rows
+
+
+def test_the_rule_against_every_row_of_the_h200_microbenchmarks() -> None:
+    """The committed rows, re-judged by the rule as it stands: ULDC_MISS_CLOCKS is the median
+    per-ULDC cost of the settled slow rows; where the rule holds, the measured time is its
+    floor (median within 5%, 80% of rows within 0.8-1.25x); at 12+ blocks where it does not,
+    no row ran over 2x its issue count."""
+    rows = _fit_rows()
+    assert len(rows) >= 800
+    settled = [r["clocks"] / r["uldc"] for r in rows
+               if r["uldc"] and r["blocks"] >= 16 and r["clocks"] >= 2 * r["issue"]]
+    assert len(settled) >= 100
+    assert ULDC_MISS_CLOCKS == pytest.approx(statistics.median(settled), abs=0.05)
+    held, free = [], []
+    for r in rows:
+        mix = {"total": r["issue"] * 4, "alu": 0, "imad": 0, "mufu": 0, "fp32": 0,
+               "uldc": int(r["uldc"]), "ldc3": int(r["ldc3"]), "cbank3": int(r["bytes"])}
+        slow = walks_slow(H200, mix, int(r["blocks"]))
+        assert (r["floor"] > 0) == slow  # the record was written by the rule as it stands
+        pred = max(r["issue"], mix["uldc"] * ULDC_MISS_CLOCKS if slow else 0.0)
+        (held if slow else free).append((r, r["clocks"] / pred))
+    ratios = [x for _, x in held]
+    assert statistics.median(ratios) == pytest.approx(1.0, abs=0.05)
+    assert sum(0.8 <= x <= 1.25 for x in ratios) >= 0.8 * len(ratios)
+    assert not [r for r, x in free if r["blocks"] >= 12 and x > 2]
+
+
+@pytest.mark.slow
+def test_nvcc_reads_a_two_table_walk_and_the_module_bank(tmp_path: Path) -> None:
+    """nvcc 13 (sm_90) reads a pnpoly-like walk through both forms, and the build's mix
+    carries the module's __constant__ bytes (.nv.constant3: 600 x 8 + 600 x 4)."""
+    from occupancy.build.builds import compile_build
+    from occupancy.build.compilers import make_build, nvdisasm_path
+
+    need_nvcc()
+    need(nvdisasm_path(), "nvdisasm")
+    src = tmp_path / "walk.cu"
+    src.write_text(
+        "__constant__ float2 v[600];\n__constant__ float s[600];\n"
+        "__global__ void walk(const float2* in, int* out, int n) {\n"
+        "  float2 p = in[threadIdx.x]; int c = 0;\n"
+        "#pragma unroll 4\n"
+        "  for (int j = 0, k = n - 1; j < n; k = j++) {\n"
+        "    float2 a = v[j], b = v[k];\n"
+        "    if ((a.y > p.y) != (b.y > p.y) && p.x < s[j] * (p.y - a.y) + a.x) c = !c;\n"
+        "  }\n  out[threadIdx.x] = c;\n}\n")
+    (res,) = compile_build(make_build(src, "sm_90")).values()
+    mix = dict(res.loop_mix or ())
+    assert mix["cbank3"] == 7200
+    assert mix["uldc"] > 0 and mix["ldc3"] > 0, mix
