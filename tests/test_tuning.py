@@ -751,9 +751,10 @@ def test_nvcc_reads_a_walked_constant_table_with_indexed_uldc(tmp_path: Path) ->
 def test_indexed_constant_reads_are_counted_and_named() -> None:
     """A loop that walks a __constant__ table reads it with ULDC through a uniform register
     (`c[0x3][UR4+0x8]`); only those are counted (`uldc`), not an immediate offset into the
-    table or the kernel's parameters (bank 0). `tile`'s findings name the points that hold
-    8-11 blocks an SM, where that loop ran at its issue count or up to 9x slower on the H200
-    (from 12 the model prices it: tune/constwalk.py, tests/test_constwalk.py)."""
+    table or the kernel's parameters (bank 0). `tile`'s findings name the points where such
+    a loop ran slow on the H200 and the model has not priced it: 8-11 blocks an SM, a table
+    of 8 KB or more at fewer, or 12+ without a trip count (tune/constwalk.py,
+    tests/test_constwalk.py)."""
     from occupancy.build.resources import KernelResources
     from occupancy.build.sass_loops import sass_loop_mix
     from occupancy.core.solver import solve
@@ -775,9 +776,11 @@ def test_indexed_constant_reads_are_counted_and_named() -> None:
     mix = dict(sass_loop_mix(sass)["_Z1kPfS_j"])
     assert mix["uldc"] == 1 and mix["total"] == 6
     dev = load_device("h200")
-    pred = Prediction(1.0, "fp32", {}, 1.0, 1.0, 0.0, 0.0, 0.0)
+    plain = Prediction(1.0, "fp32", {"constant": 0.0}, 1.0, 1.0, 0.0, 0.0, 0.0)
+    floor = Prediction(2.0, "constant", {"constant": 2.0}, 1.0, 1.0, 0.0, 0.0, 0.0)
 
-    def point(block: int, loop_mix: tuple[tuple[str, int], ...], grid: int = 4096) -> Ranked:
+    def point(block: int, loop_mix: tuple[tuple[str, int], ...], grid: int = 4096,
+              pred: Prediction = plain) -> Ranked:
         res = KernelResources("k", 32, 0, 1, 0, 0, 0, None, "fake", loop_mix=loop_mix)
         return Ranked(Point({"B": block}, "k", (), (block,), (grid,), 0), res,
                       solve(dev, block, 32), pred, ())
@@ -786,21 +789,27 @@ def test_indexed_constant_reads_are_counted_and_named() -> None:
     held = {b: solve(dev, b, 32).active_blocks_per_sm for b in (64, 256, 288, 512)}
     assert held == {64: 32, 256: 8, 288: 7, 512: 4}
     sms = dev.sm_count
-    points = [point(512, walk), point(288, walk), point(64, walk), point(256, walk),
+    points = [point(512, walk), point(288, walk), point(64, walk, pred=floor), point(256, walk),
               point(64, (("uldc", 0),)), point(64, walk, grid=7 * sms),
               point(64, walk, grid=11 * sms)]
-    said = findings(points, sms)
+    said = findings(points, dev)
     assert len(said) == 1 and said[0].startswith(
         "The hot loop reads a __constant__ table through a uniform register (ULDC) in 2 of 7 "
-        "points that hold 8-11 blocks an SM, the first B=256: ")
-    # 8 blocks an SM from the grid as well: 8 x SMs blocks are named, 7 x SMs are not, and
-    # 12 x SMs (the model's price) neither
-    assert len(findings([point(64, walk, grid=8 * sms)], sms)) == 1
-    assert findings([point(64, walk, grid=12 * sms), point(64, walk, grid=7 * sms)], sms) == []
-    assert findings([point(512, walk), point(288, walk), point(64, (("uldc", 0),))], sms) == []
-    # a table of 256 B or less stayed fast (bench/results/h200-uldc-walk round 2)
-    small = (*mix.items(), ("cbank3", 256))
-    assert findings([point(256, small)], sms) == []
+        "points where the model does not price what that may cost (8-11 blocks an SM, a table "
+        "of 8 KB or more, or a loop whose trips the declared FLOPs do not give), the first "
+        "B=256: ")
+    # 8 blocks an SM from the grid as well: 8 x SMs blocks are named, 7 x SMs are not; 12 x
+    # SMs are named only where the prediction holds no floor (no trip count to price it)
+    assert len(findings([point(64, walk, grid=8 * sms)], dev)) == 1
+    assert findings([point(64, walk, grid=12 * sms, pred=floor), point(64, walk, grid=7 * sms)],
+                    dev) == []
+    assert len(findings([point(64, walk, grid=12 * sms)], dev)) == 1
+    assert findings([point(512, walk), point(288, walk), point(64, (("uldc", 0),))], dev) == []
+    # a table of 256 B or less stayed fast (bench/results/h200-uldc-walk round 2); one of
+    # 8 KB or more ran slow at 2-6 blocks too (bench/results/h200-cwalk)
+    assert findings([point(256, (*mix.items(), ("cbank3", 256)))], dev) == []
+    big = (*mix.items(), ("cbank3", 8192))
+    assert len(findings([point(512, big)], dev)) == 1
 
 
 def _loop(body: list[str]) -> str:

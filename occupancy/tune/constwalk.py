@@ -4,19 +4,24 @@ share an SM: the immediate constant cache's slow regime (docs/model.md items 16 
 Warps of one block start together and walk the table in step, sharing each line the cache
 fetches; blocks drift apart, and once enough of them share an SM each warp's uniform read
 (ULDC) misses on its own. The SM then serves those reads at about one per ULDC_MISS_CLOCKS,
-whatever the loop computes between them: a floor under the loop's time, up to 10x its issue
+whatever the loop computes between them: a floor under the loop's time, up to 12x its issue
 count. Measured on the H200 with loops written here (bench/results/h200-cwalk: three read
 forms, tiles 1-8, tables of 150-1200 entries, 2-32 blocks an SM; bench/results/h200-uldc-walk:
-one table through ULDC, 64 B-64 KB). When the regime holds:
-- 12 or more resident blocks an SM (8 is bistable: some loops slow, some not; 4 never);
+one table through ULDC, 64 B-64 KB). The rule, set on those rows (bench/cwalk/fit.py), holds
+where all of this does:
+- a loop (straight-line code was not measured) that reads the table through ULDC;
+- 12 or more resident blocks an SM (8-11 are bistable: the same loop slow at blocks of 128,
+  partial at 256, fast at 64);
 - a table over 256 B (smaller ones stayed fast at 32 blocks);
-- the loop reads the table through ULDC and, beside it, through a register index (LDC: a
-  second table or the same one's other entry), or through ULDC alone with fewer than
-  ULDC_ALONE_CLOCKS of issue between reads (a ULDC-only loop with more stayed fast at 32
-  blocks; a mixed one with 11 went slow).
-A loop that reads through LDC alone never went slow. Not priced: 8-11 blocks (tune/ranked
-names such points), loops whose trips the declared FLOPs do not give, and other chips than
-compute capability 7.5-9.x (measured on 9.0 only; sm_100 and sm_120 read through LDCU).
+- beside the ULDC, reads through a register index (LDC: a second table or the same one's
+  other entry), or ULDC alone with fewer than ULDC_ALONE_CLOCKS issue clocks an SM between
+  reads (a ULDC-only loop with 12 stayed fast at 32 blocks, one with 6 went slow; a mixed
+  one with 10 went slow).
+A loop that reads through LDC alone never went slow. Not priced, and named by `tile`
+(unpriced_walk): 8-11 blocks; tables of 8 KB or more at fewer blocks (1.9-9.3x at 2-6 blocks
+of 256-1024 threads); loops whose trips the declared FLOPs do not give (no FFMA in the
+loop); and chips other than compute capability 7.5-9.x (measured on 9.0 only; sm_100 and
+sm_120 read through LDCU, which the SASS reader does not count).
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ ULDC_MISS_CLOCKS = 32.3  # SM clocks a warp's ULDC takes in the slow regime (med
 PRICED_BLOCKS = 12
 SMALL_TABLE_BYTES = 256
 ULDC_ALONE_CLOCKS = 10.0  # issue clocks an SM between a ULDC-only loop's reads (see above)
-SCHEDULERS = 4
+ULDC_BLOCKS = 8  # resident blocks an SM from which such loops ran slow in part
+LARGE_TABLE_BYTES = 8192  # tables that ran slow at 2-6 blocks an SM too
+SCHEDULERS = 4  # an SM's sub-partitions (model.SCHEDULERS_PER_SM)
 
 
 def _priced_arch(dev: Device) -> bool:
@@ -51,7 +58,8 @@ def uldc_issue_clocks(dev: Device, mix: Mapping[str, int]) -> float:
 def walks_slow(dev: Device, mix: Mapping[str, int], blocks_per_sm: int) -> bool:
     """Whether the loop of this SASS mix is in the slow regime at `blocks_per_sm` resident
     blocks an SM (the conditions above)."""
-    if not mix.get("uldc") or blocks_per_sm < PRICED_BLOCKS or not _priced_arch(dev):
+    if not mix.get("uldc") or not mix.get("loop") or blocks_per_sm < PRICED_BLOCKS \
+            or not _priced_arch(dev):
         return False
     if mix.get("cbank3", 0) <= SMALL_TABLE_BYTES:
         return False
@@ -65,3 +73,13 @@ def constant_walk_seconds(dev: Device, mix: Mapping[str, int], runs: float,
     if not runs or not walks_slow(dev, mix, blocks_per_sm):
         return 0.0
     return runs * mix["uldc"] * ULDC_MISS_CLOCKS / (dev.sm_count * dev.boost_clock_mhz * 1e6)
+
+
+def unpriced_walk(dev: Device, mix: Mapping[str, int], blocks_per_sm: int, priced: bool) -> bool:
+    """Whether a point walks a table where such loops ran slow and the model has not priced
+    it (`priced`: its prediction holds the floor): `tile` names those points."""
+    if priced or not mix.get("uldc") or mix.get("cbank3", 0) <= SMALL_TABLE_BYTES:
+        return False
+    if blocks_per_sm >= PRICED_BLOCKS:  # slow by the rule, but no trip count to price it
+        return walks_slow(dev, mix, blocks_per_sm)
+    return blocks_per_sm >= ULDC_BLOCKS or mix.get("cbank3", 0) >= LARGE_TABLE_BYTES

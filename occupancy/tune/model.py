@@ -108,15 +108,14 @@ MODEL_ERROR = 0.15
 # among the points predicted within it is the one with the most threads resident: the
 # most latency hidden for what the model does not see (L1 held by loads in flight, DRAM
 # pages). At the FP32 or load/store roof more warps add no issue slots, and the pick stays
-# the fastest predicted. Why it exists: the shipped transposes, predicted 1.2% apart at
-# the DRAM roof, whose 75%-occupancy pick measured 11-12% behind the 100% ones at 7000,
-# 11000 and 18000 (bench/results/h200-transpose-shipped).
+# the fastest predicted. Why: the shipped transposes, predicted 1.2% apart at the DRAM roof,
+# whose 75%-occupancy pick measured 11-12% behind the 100% ones at 7000, 11000 and 18000.
 RESOLUTION = 0.02
 MEMORY_ROOFS = ("dram", "l2", "scatter")
 # The error band a prediction carries, from code nobody here wrote: the 68th percentile of
 # |log(predicted / measured)| over the corpus's validation part on the H200 (2,688 points;
-# bench/results/corpus-check.json, validation_band_68): 1.19 with docs/model.md items
-# 17-26, 1.16 with items 27-28; the wider is kept. A band: no prediction moves by it.
+# corpus-check.json, validation_band_68): 1.19 with docs/model.md items 17-26, 1.16 with
+# 27-28, 1.15 with 29; the widest is kept. A band: no prediction moves by it.
 BAND_RATIO = 1.19
 # The devices the model's constants were measured on; elsewhere they are the H200's.
 MEASURED_ON = ("h200",)
@@ -139,8 +138,8 @@ class Prediction:
     predicted_ms: float
     bound: str  # the largest roof (a key of ROOF_NAMES)
     roofs_ms: dict[str, float]
-    hiding: float  # 0-1: how much of the latency the resident warps hide (issue-bound: the
-    # share of the time the schedulers issue)
+    hiding: float  # 0-1: how much of the latency the resident warps hide (issue- or
+    # constant-bound: the share of the time the schedulers issue)
     wave_efficiency: float  # 0-1: last partial wave of blocks
     dram_bytes: float
     l2_bytes: float
@@ -375,14 +374,15 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
              "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered,
              "latency": _warp_path(dev, occ, grid_blocks, mix, traffic),
              "atomics": contended_atomic_seconds(traffic, units),
-             "constant": constant_walk_seconds(dev, mix, runs, blocks_per_sm) / busy}
+             "constant": constant_walk_seconds(dev, mix, runs, blocks_per_sm)}
     roofs["blocks"] = block_launch_seconds(dev, grid_blocks)
     seconds, wave_eff = _work_seconds(dev, occ, grid_blocks, roofs)
     bound = max(roofs, key=lambda r: roofs[r])
     return Prediction(seconds * 1e3 + LAUNCH_OVERHEAD_MS, bound,
                       {r: v * 1e3 for r, v in roofs.items()},
-                      fma_hiding / (waits if bound == "fp32" else 1.0)
-                      if bound in ("fp32", "lsu") else mem_hiding, wave_eff,
+                      fma_hiding / (waits if bound == "fp32" else 1.0) if bound in ("fp32", "lsu")
+                      else max(roofs["fp32"], roofs["lsu"]) / roofs["constant"]
+                      if bound == "constant" else mem_hiding, wave_eff,
                       dram_bytes, 0.0, flops / dram_bytes if dram_bytes else 0.0)
 
 

@@ -19,7 +19,7 @@ from occupancy.core.solver import OccupancyResult
 from occupancy.core.words import limiters, pct
 from occupancy.inputs.manifest.tuning import TuneSpec
 from occupancy.inputs.safety import inert
-from occupancy.tune.constwalk import PRICED_BLOCKS, SMALL_TABLE_BYTES
+from occupancy.tune.constwalk import unpriced_walk
 from occupancy.tune.leaders import describe, leaders
 from occupancy.tune.model import (
     MEASURED_ON,
@@ -137,7 +137,7 @@ def order(spec: TuneSpec, dev: Device, out: Sequence[Ranked], restricted_out: in
     ties = ties if len(ties) > 1 else ()
     why = tuple(reasons(ok[0], ok, ties)) if ok else ("no point can launch on this device",)
     return TuneReport(spec, dev, (*ok, *pruned), restricted_out, ties, tuple(notes), why,
-                      tuple(findings(ok, dev.sm_count)), family)
+                      tuple(findings(ok, dev)), family)
 
 
 def _occupancy(r: Ranked) -> float:
@@ -200,7 +200,11 @@ def reasons(best: Ranked, ok: Sequence[Ranked], ties: Sequence[Ranked]) -> list[
     if k is not None and k.bank_conflict_ways > 1:
         out.append(f"its shared-memory access has {k.bank_conflict_ways}-way bank conflicts, "
                    "counted in the load/store roof")
-    if p and p.hiding < 0.995:
+    if p and p.bound == "constant":
+        out.append(f"its loop reads a __constant__ table through ULDC with {blocks} blocks an SM: "
+                   "each warp's read misses the constant cache, about 32 clocks of the SM each "
+                   "(docs/model.md item 29); fewer blocks an SM keep the warps in step")
+    elif p and p.hiding < 0.995:
         out.append(f"the resident warps hide {pct(p.hiding)} of the memory latency"
                    if p.bound in MEMORY_ROOFS else
                    f"the schedulers issue {pct(p.hiding)} of the time: the resident warps do "
@@ -213,19 +217,13 @@ def _ratio(r: Ranked, p: Prediction) -> float:
     return r.prediction.predicted_ms / p.predicted_ms
 
 
-# Resident blocks an SM from which a loop reading a __constant__ table through ULDC entered
-# its slow regime on the H200 in part (bench/results/h200-cwalk: 8-11 blocks some loops,
-# not others; from constwalk.PRICED_BLOCKS on the model prices it; 4 never)
-ULDC_BLOCKS = 8
-
-
-def findings(ranked: Sequence[Ranked], sm_count: int) -> list[str]:
+def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
     """What one warp of each point did on its PTX, where it sets points apart: bank
     conflicts (shared passes over the conflict-free count) and uncoalesced global loads
     (128-byte lines per load; 1 is a warp of floats in one line); and, from the SASS, the
-    points whose hot loop walks a __constant__ table with many blocks an SM (as many as
-    the occupancy and the grid give each of `sm_count` SMs), a cost the model does not
-    price."""
+    points whose hot loop walks a __constant__ table where such loops ran slow and the model
+    has not priced it (tune/constwalk.unpriced_walk; blocks an SM: as many as the occupancy
+    and the grid give each of `dev`'s SMs)."""
     out = []
     ways = {id(r): r.traffic.conflict_factor for r in ranked if r.traffic}
     lines = {id(r): r.traffic.global_load_lines / r.traffic.global_loads
@@ -241,20 +239,20 @@ def findings(ranked: Sequence[Ranked], sm_count: int) -> list[str]:
         worst = max(spread, key=lambda r: lines[id(r)])
         out.append(f"Uncoalesced loads in {len(spread)} of {len(ranked)} points: up to "
                    f"{lines[id(worst)]:.1f} 128-byte lines per warp load ({inert(worst.label)}).")
-    def blocks(r: Ranked) -> int:
-        assert r.occupancy is not None
-        return min(r.occupancy.active_blocks_per_sm, -(-r.point.grid_blocks // max(sm_count, 1)))
-    walkers = [r for r in ranked if r.resources is not None and r.occupancy is not None
-               and dict(r.resources.loop_mix or ()).get("uldc")
-               and dict(r.resources.loop_mix or ()).get("cbank3", 0) > SMALL_TABLE_BYTES
-               and ULDC_BLOCKS <= blocks(r) < PRICED_BLOCKS]
+    def walker(r: Ranked) -> bool:
+        if r.resources is None or r.occupancy is None:
+            return False
+        blocks = min(r.occupancy.active_blocks_per_sm, -(-r.point.grid_blocks // dev.sm_count))
+        priced = bool(r.prediction and r.prediction.roofs_ms.get("constant"))
+        return unpriced_walk(dev, dict(r.resources.loop_mix or ()), blocks, priced)
+    walkers = [r for r in ranked if walker(r)]
     if walkers:
         out.append(f"The hot loop reads a __constant__ table through a uniform register (ULDC) "
-                   f"in {len(walkers)} of {len(ranked)} points that hold {ULDC_BLOCKS}-"
-                   f"{PRICED_BLOCKS - 1} blocks an SM, the first {inert(walkers[0].label)}: on "
-                   "the H200 such loops ran at their issue count or up to 9x slower there, as the "
-                   "blocks drifted apart (bench/results/h200-cwalk); the model prices that from "
-                   f"{PRICED_BLOCKS} blocks on, not here: measure these points before trusting "
-                   "their rank.")
+                   f"in {len(walkers)} of {len(ranked)} points where the model does not price "
+                   "what that may cost (8-11 blocks an SM, a table of 8 KB or more, or a loop "
+                   f"whose trips the declared FLOPs do not give), the first "
+                   f"{inert(walkers[0].label)}: on the H200 such loops ran at their issue count "
+                   "or up to 12x slower (bench/results/h200-cwalk): measure these points before "
+                   "trusting their rank.")
     return out
 
