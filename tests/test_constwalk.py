@@ -21,7 +21,7 @@ from occupancy.tune.constwalk import (
     constant_walk_seconds,
     walks_slow,
 )
-from occupancy.tune.model import predict_work
+from occupancy.tune.model import LAUNCH_OVERHEAD_MS, predict_work
 from tests.needs import need, need_nvcc
 
 FIT = Path(__file__).resolve().parent.parent / "bench" / "results" / "h200-cwalk" / "fit.txt"
@@ -102,6 +102,14 @@ def test_unpriced_walks_are_named() -> None:
     assert unpriced_walk(H200, walk(cbank3=8192), 2, priced=False)
     assert not unpriced_walk(H200, walk(cbank3=256), 8, priced=False)
     assert not unpriced_walk(H200, walk(uldc=0), 8, priced=False)
+    # only loops of the form that went slow: a ULDC-only loop with 10+ issue clocks between
+    # reads ran near its issue count at 8 blocks and with large tables too; straight-line
+    # code was not measured
+    fast_form = walk(ldc3=0, uldc=1)
+    assert not unpriced_walk(H200, fast_form, 8, priced=False)
+    assert not unpriced_walk(H200, {**fast_form, "cbank3": 16384}, 4, priced=False)
+    assert not unpriced_walk(H200, walk(loop=0), 8, priced=False)
+    assert not unpriced_walk(H200, walk(loop=0, cbank3=16384), 4, priced=False)
 
 
 def test_a_walk_without_ffma_is_named_not_priced() -> None:
@@ -142,7 +150,10 @@ def test_predict_work_puts_the_floor_under_the_issue_side() -> None:
     # the floor is the whole time, less the launch, over the tail (15,625 blocks on 132 SMs:
     # 0.5%); the memory side adds OVERLAP x its share squared (1e-5 here)
     assert slow.predicted_ms == pytest.approx(slow.roofs_ms["constant"] / slow.wave_efficiency
-                                              + 0.0028, rel=1e-4)
+                                              + LAUNCH_OVERHEAD_MS, rel=1e-4)
+    # its hiding is the issue side's share of the floor
+    share = max(slow.roofs_ms["fp32"], slow.roofs_ms["lsu"]) / slow.roofs_ms["constant"]
+    assert slow.hiding == pytest.approx(share) and 0 < slow.hiding < 1
     assert slow.wave_efficiency < 0.999
     # a grid that gives each SM 8 blocks holds 8, whatever the occupancy allows: no floor
     small = predict_work(H200, many, 8 * H200.sm_count, flops, 12 * 2_000_000, 26, loop_mix=mix)
@@ -211,3 +222,22 @@ def test_nvcc_reads_a_two_table_walk_and_the_module_bank(tmp_path: Path) -> None
     mix = dict(res.loop_mix or ())
     assert mix["cbank3"] == 7200
     assert mix["uldc"] > 0 and mix["ldc3"] > 0, mix
+
+
+def test_the_pick_bound_by_the_floor_says_why_with_the_blocks_the_grid_gives() -> None:
+    """`tile`'s reasons for a constant-bound pick name the walk and the blocks an SM the
+    rule used (the grid's 14 of an occupancy of 32), not the issue share."""
+    from occupancy.build.resources import KernelResources
+    from occupancy.tune.ranked import Point, Ranked, reasons
+    occ = solve(H200, 64, 26)
+    grid = 14 * H200.sm_count
+    mix = tuple(walk().items())
+    pred = predict_work(H200, occ, grid, 2 * 600 * grid * 64, 1e6, 26, loop_mix=mix)
+    assert pred.bound == "constant"
+    res = KernelResources("k", 26, 0, 1, 0, 0, 0, None, "fake", loop_mix=mix)
+    r = Ranked(Point({"B": 64}, "k", (), (64,), (grid,), 0), res, occ, pred, ())
+    said = reasons(r, [r], [], H200.sm_count)
+    walks = [x for x in said if "__constant__ table through ULDC" in x]
+    assert len(walks) == 1 and "with 14 blocks an SM" in walks[0]
+    assert not [x for x in said if "schedulers issue" in x or "hide" in x]
+

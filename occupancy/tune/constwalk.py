@@ -10,18 +10,20 @@ forms, tiles 1-8, tables of 150-1200 entries, 2-32 blocks an SM; bench/results/h
 one table through ULDC, 64 B-64 KB). The rule, set on those rows (bench/cwalk/fit.py), holds
 where all of this does:
 - a loop (straight-line code was not measured) that reads the table through ULDC;
-- 12 or more resident blocks an SM (8-11 are bistable: the same loop slow at blocks of 128,
-  partial at 256, fast at 64);
+- 12 or more resident blocks an SM (at 8 the same loop ran slow at blocks of 128, partial
+  at 256, fast at 64; no ULDC loop was measured at 9-11, so 12 sits in that gap);
 - a table over 256 B (smaller ones stayed fast at 32 blocks);
 - beside the ULDC, reads through a register index (LDC: a second table or the same one's
   other entry), or ULDC alone with fewer than ULDC_ALONE_CLOCKS issue clocks an SM between
   reads (a ULDC-only loop with 12 stayed fast at 32 blocks, one with 6 went slow; a mixed
   one with 10 went slow).
-A loop that reads through LDC alone never went slow. Not priced, and named by `tile`
-(unpriced_walk): 8-11 blocks; tables of 8 KB or more at fewer blocks (1.9-9.3x at 2-6 blocks
-of 256-1024 threads); loops whose trips the declared FLOPs do not give (no FFMA in the
-loop); and chips other than compute capability 7.5-9.x (measured on 9.0 only; sm_100 and
-sm_120 read through LDCU, which the SASS reader does not count).
+A loop that reads through LDC alone never went slow. Not priced, and named by `tile` where
+the loop has the form that went slow (unpriced_walk): 8-11 blocks; tables of 8 KB or more at
+fewer blocks (10 of 63 such rows at 2-6 blocks of 256-1024 threads ran 1.9-9.3x, the others
+1.04-1.5x); loops whose trips the declared FLOPs do not give (no FFMA in the loop). Not
+named either: a few rows at 4-6 blocks with smaller tables that ran 2.0-2.1x. Chips other
+than compute capability 7.5-9.x are neither (measured on 9.0 only; sm_100 and sm_120 read
+through LDCU, which the SASS reader does not count).
 """
 
 from __future__ import annotations
@@ -55,15 +57,20 @@ def uldc_issue_clocks(dev: Device, mix: Mapping[str, int]) -> float:
         float("inf")
 
 
-def walks_slow(dev: Device, mix: Mapping[str, int], blocks_per_sm: int) -> bool:
-    """Whether the loop of this SASS mix is in the slow regime at `blocks_per_sm` resident
-    blocks an SM (the conditions above)."""
-    if not mix.get("uldc") or not mix.get("loop") or blocks_per_sm < PRICED_BLOCKS \
-            or not _priced_arch(dev):
+def _slow_form(dev: Device, mix: Mapping[str, int]) -> bool:
+    """A loop of the form that went slow: it reads a table over 256 B through ULDC, beside
+    register-indexed reads or with little issue between its ULDCs, on a chip it applies to."""
+    if not mix.get("uldc") or not mix.get("loop") or not _priced_arch(dev):
         return False
     if mix.get("cbank3", 0) <= SMALL_TABLE_BYTES:
         return False
     return bool(mix.get("ldc3")) or uldc_issue_clocks(dev, mix) < ULDC_ALONE_CLOCKS
+
+
+def walks_slow(dev: Device, mix: Mapping[str, int], blocks_per_sm: int) -> bool:
+    """Whether the loop of this SASS mix is in the slow regime at `blocks_per_sm` resident
+    blocks an SM (the conditions above)."""
+    return blocks_per_sm >= PRICED_BLOCKS and _slow_form(dev, mix)
 
 
 def constant_walk_seconds(dev: Device, mix: Mapping[str, int], runs: float,
@@ -78,8 +85,6 @@ def constant_walk_seconds(dev: Device, mix: Mapping[str, int], runs: float,
 def unpriced_walk(dev: Device, mix: Mapping[str, int], blocks_per_sm: int, priced: bool) -> bool:
     """Whether a point walks a table where such loops ran slow and the model has not priced
     it (`priced`: its prediction holds the floor): `tile` names those points."""
-    if priced or not mix.get("uldc") or mix.get("cbank3", 0) <= SMALL_TABLE_BYTES:
+    if priced or not _slow_form(dev, mix):
         return False
-    if blocks_per_sm >= PRICED_BLOCKS:  # slow by the rule, but no trip count to price it
-        return walks_slow(dev, mix, blocks_per_sm)
     return blocks_per_sm >= ULDC_BLOCKS or mix.get("cbank3", 0) >= LARGE_TABLE_BYTES

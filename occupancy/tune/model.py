@@ -138,8 +138,8 @@ class Prediction:
     predicted_ms: float
     bound: str  # the largest roof (a key of ROOF_NAMES)
     roofs_ms: dict[str, float]
-    hiding: float  # 0-1: how much of the latency the resident warps hide (issue- or
-    # constant-bound: the share of the time the schedulers issue)
+    hiding: float  # 0-1: how much of the latency the resident warps hide (issue-bound: the
+    # share of the time the schedulers issue; constant-bound: the issue side's over the floor)
     wave_efficiency: float  # 0-1: last partial wave of blocks
     dram_bytes: float
     l2_bytes: float

@@ -135,7 +135,8 @@ def order(spec: TuneSpec, dev: Device, out: Sequence[Ranked], restricted_out: in
         ties = tuple(r for r in ok if r.prediction
                      and r.prediction.predicted_ms <= best * (1 + MODEL_ERROR))
     ties = ties if len(ties) > 1 else ()
-    why = tuple(reasons(ok[0], ok, ties)) if ok else ("no point can launch on this device",)
+    why = tuple(reasons(ok[0], ok, ties, dev.sm_count)) if ok else \
+        ("no point can launch on this device",)
     return TuneReport(spec, dev, (*ok, *pruned), restricted_out, ties, tuple(notes), why,
                       tuple(findings(ok, dev)), family)
 
@@ -158,9 +159,11 @@ def _most_resident_first(ok: list[Ranked]) -> list[Ranked]:
     return [pick, *(r for r in ok if r is not pick)]
 
 
-def reasons(best: Ranked, ok: Sequence[Ranked], ties: Sequence[Ranked]) -> list[str]:
+def reasons(best: Ranked, ok: Sequence[Ranked], ties: Sequence[Ranked],
+            sm_count: int = 0) -> list[str]:
     """Why the pick: its time and roof, the tie or the margin over the runner-up, its
-    occupancy and limiter, and (hand counts) the loads it saves and its bank conflicts."""
+    occupancy and limiter, and (hand counts) the loads it saves and its bank conflicts.
+    `sm_count`: the device's SMs, for the blocks the grid gives each (0: the occupancy's)."""
     p, occ, res = best.prediction, best.occupancy, best.resources
     assert occ is not None and res is not None
     out = [f"{best.label}: predicted {p.predicted_ms:.3f} ms, bound by {ROOF_NAMES[p.bound]}"
@@ -201,7 +204,8 @@ def reasons(best: Ranked, ok: Sequence[Ranked], ties: Sequence[Ranked]) -> list[
         out.append(f"its shared-memory access has {k.bank_conflict_ways}-way bank conflicts, "
                    "counted in the load/store roof")
     if p and p.bound == "constant":
-        out.append(f"its loop reads a __constant__ table through ULDC with {blocks} blocks an SM: "
+        held = min(blocks, -(-best.point.grid_blocks // sm_count)) if sm_count else blocks
+        out.append(f"its loop reads a __constant__ table through ULDC with {held} blocks an SM: "
                    "each warp's read misses the constant cache, about 32 clocks of the SM each "
                    "(docs/model.md item 29); fewer blocks an SM keep the warps in step")
     elif p and p.hiding < 0.995:
