@@ -246,7 +246,8 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
     def walker(r: Ranked) -> bool:
         if r.resources is None or r.occupancy is None:
             return False
-        blocks = min(r.occupancy.active_blocks_per_sm, -(-r.point.grid_blocks // dev.sm_count))
+        blocks = min(r.occupancy.active_blocks_per_sm,
+                     -(-r.point.grid_blocks // max(dev.sm_count, 1)))
         priced = bool(r.prediction and r.prediction.roofs_ms.get("constant"))
         return unpriced_walk(dev, dict(r.resources.loop_mix or ()), blocks, priced)
     walkers = [r for r in ranked if walker(r)]
