@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 from occupancy import load_device  # noqa: E402
 from occupancy.build.compilers import nvdisasm_path  # noqa: E402
 from occupancy.build.sass_loops import sass_loop_mix  # noqa: E402
+from occupancy.build.sass_pipes import SCHEDULERS_PER_SM, pipe_factor  # noqa: E402
 from occupancy.tune import constwalk  # noqa: E402
 
 GHZ = 1.98
@@ -85,7 +86,7 @@ def main(cwalk_dir: str, uldc_dir: str) -> None:
     settled = []
     for r in data:
         mix = {**r["mix"], "cbank3": r["bytes"]}
-        r["issue"] = mix["total"] * constwalk.pipe_factor(H200, mix) / constwalk.SCHEDULERS
+        r["issue"] = mix["total"] * pipe_factor(H200, mix) / SCHEDULERS_PER_SM
         r["slow"] = constwalk.walks_slow(H200, mix, r["blocks"])
         r["floor"] = mix["uldc"] * constwalk.ULDC_MISS_CLOCKS if r["slow"] else 0.0
         r["pred"] = max(r["issue"], r["floor"])

@@ -35,6 +35,7 @@ ALU_CLOCKS = 2  # clocks a warp instruction holds the ALU pipe (16 lanes)
 HEAVY_CLOCKS = 2  # an IMAD on the FMA-heavy half (16 lanes)
 MUFU_CLOCKS = 8  # the special-function unit: 16 results a clock an SM, 4 a sub-partition
 PIPE_KEYS = ("alu", "imad", "mufu")
+SCHEDULERS_PER_SM = 4  # an SM's sub-partitions, each with its scheduler and pipes (Volta on)
 
 
 def pipe_key(op: str) -> str | None:

@@ -68,6 +68,11 @@ class OccupancyResult:
         """The limiters in LIMIT_NAMES' order: every output lists them so, from here."""
         return tuple(n for n in LIMIT_NAMES if n in self.limiters)
 
+    def resident_blocks(self, grid_blocks: int, sm_count: int) -> int:
+        """Blocks an SM holds at once: what the occupancy allows (at least 1), and no more
+        than the grid gives each of `sm_count` SMs."""
+        return min(max(self.active_blocks_per_sm, 1), -(-grid_blocks // max(sm_count, 1)))
+
 
 # --- one function per limiter ------------------------------------------------------------
 

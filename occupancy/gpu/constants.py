@@ -31,11 +31,14 @@ def fill_constants(cupy: Any, module: Any, spec: TuneSpec, cubin: bytes) -> None
 
     sizes = parse_cubin(cubin).objects
     where = f"{spec.manifest}: kernel '{inert(spec.name)}': constants: "
+
+    def missing(name: str) -> OccupancyError:
+        return OccupancyError(f"{where}the kernel has no symbol '{name}': name a "
+                              "__constant__ or __device__ variable of its source")
     ready = []
     for name, path in spec.constants.items():
         if name not in sizes:
-            raise OccupancyError(f"{where}the kernel has no symbol '{name}': name a "
-                                 "__constant__ or __device__ variable of its source")
+            raise missing(name)
         ready.append((name, _load(path, sizes[name], f"{where}{name}: {inert(path)}")))
     name = ""
     try:
@@ -43,8 +46,7 @@ def fill_constants(cupy: Any, module: Any, spec: TuneSpec, cubin: bytes) -> None
             module.get_global(name).copy_from_host(data.ctypes.data, data.nbytes)
     except cupy.cuda.driver.CUDADriverError as exc:
         if getattr(exc, "status", None) == CUDA_ERROR_NOT_FOUND:
-            raise OccupancyError(f"{where}the kernel has no symbol '{name}': name a "
-                                 "__constant__ or __device__ variable of its source") from None
+            raise missing(name) from None
         raise OccupancyError(f"{where}{name}: the driver refused the copy: "
                              f"{inert(str(exc))[:160]}") from None
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from occupancy.build.sass_pipes import pipe_factor
+from occupancy.build.sass_pipes import SCHEDULERS_PER_SM, pipe_factor
 from occupancy.core.device import Device
 
 ULDC_MISS_CLOCKS = 32.3  # SM clocks a warp's ULDC takes in the slow regime (median, h200-cwalk)
@@ -39,7 +39,6 @@ SMALL_TABLE_BYTES = 256
 ULDC_ALONE_CLOCKS = 10.0  # issue clocks an SM between a ULDC-only loop's reads (see above)
 ULDC_BLOCKS = 8  # resident blocks an SM from which such loops ran slow in part
 LARGE_TABLE_BYTES = 8192  # tables that ran slow at 2-6 blocks an SM too
-SCHEDULERS = 4  # an SM's sub-partitions (model.SCHEDULERS_PER_SM)
 
 
 def _priced_arch(dev: Device) -> bool:
@@ -53,7 +52,7 @@ def _priced_arch(dev: Device) -> bool:
 def uldc_issue_clocks(dev: Device, mix: Mapping[str, int]) -> float:
     """Issue clocks an SM spends on the loop between two of its ULDC reads (inf without)."""
     uldc = mix.get("uldc", 0)
-    return mix.get("total", 0) * pipe_factor(dev, mix) / SCHEDULERS / uldc if uldc else \
+    return mix.get("total", 0) * pipe_factor(dev, mix) / SCHEDULERS_PER_SM / uldc if uldc else \
         float("inf")
 
 

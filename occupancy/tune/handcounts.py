@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from occupancy.build.resources import KernelResources
+from occupancy.build.sass_pipes import SCHEDULERS_PER_SM
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.core.solver import OccupancyResult, solve
@@ -34,7 +35,6 @@ from occupancy.tune.model import (
     OVERLAP,
     PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM,
     REQUEST_OVERHEAD_BYTES,
-    SCHEDULERS_PER_SM,
     Prediction,
     block_launch_seconds,
 )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from occupancy.build.sass_loops import COUNTED_KEYS
-from occupancy.build.sass_pipes import pipe_factor
+from occupancy.build.sass_pipes import SCHEDULERS_PER_SM, pipe_factor
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
 from occupancy.tune.constwalk import constant_walk_seconds
@@ -79,7 +79,6 @@ ISSUE_LSU_OVERLAP = 0.1
 # lines and barriers too.
 LONE_WARP_WAVEFRONT_CLOCKS = 2.3
 FMA_LATENCY_CLOCKS = 4
-SCHEDULERS_PER_SM = 4
 # The fixed cost in a `measure` timing (CUDA events around one launch) and the block
 # scheduler's rate, measured on the H200 with kernels that do nothing
 # (bench/results/h200-launch): 2.8 us for one block; each further block 0.60 ns of the
@@ -204,7 +203,7 @@ def l1_reread_loads(dev: Device, occ: OccupancyResult, grid_blocks: int,
     l1 = l1_for_loads(dev, occ)
     if l1 is None:
         return 0.0
-    per_sm = min(max(occ.active_blocks_per_sm, 1), -(-grid_blocks // dev.sm_count))
+    per_sm = occ.resident_blocks(grid_blocks, dev.sm_count)
     footprint = traffic.reread_distance / traffic.reread_lines * per_sm * max(occ.warps_per_block, 1)
     if footprint > l1:
         return 0.0
@@ -350,7 +349,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
             * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
     slow = _clock_under_load(fma_time, max(fp32, issue, lsu, dram, scattered))
     issue, lsu = issue / slow, lsu / slow
-    blocks_per_sm = min(max(occ.active_blocks_per_sm, 1), -(-grid_blocks // dev.sm_count))
+    blocks_per_sm = occ.resident_blocks(grid_blocks, dev.sm_count)
     warps = max(blocks_per_sm * warps_per_block, 1)
     # Where the SASS was read, its lone warp's wait says what the warps must hide (shared
     # loads and arithmetic results; warp_wait_factor); else ~1 FMA in flight per 32 registers.

@@ -204,7 +204,7 @@ def reasons(best: Ranked, ok: Sequence[Ranked], ties: Sequence[Ranked],
         out.append(f"its shared-memory access has {k.bank_conflict_ways}-way bank conflicts, "
                    "counted in the load/store roof")
     if p and p.bound == "constant":
-        held = min(blocks, -(-best.point.grid_blocks // sm_count)) if sm_count else blocks
+        held = occ.resident_blocks(best.point.grid_blocks, sm_count) if sm_count else blocks
         out.append(f"its loop reads a __constant__ table through ULDC with {held} blocks an SM: "
                    "each warp's read misses the constant cache, about 32 clocks of the SM each "
                    "(docs/model.md item 29); fewer blocks an SM keep the warps in step")
@@ -246,8 +246,7 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
     def walker(r: Ranked) -> bool:
         if r.resources is None or r.occupancy is None:
             return False
-        blocks = min(r.occupancy.active_blocks_per_sm,
-                     -(-r.point.grid_blocks // max(dev.sm_count, 1)))
+        blocks = r.occupancy.resident_blocks(r.point.grid_blocks, dev.sm_count)
         priced = bool(r.prediction and r.prediction.roofs_ms.get("constant"))
         return unpriced_walk(dev, dict(r.resources.loop_mix or ()), blocks, priced)
     walkers = [r for r in ranked if walker(r)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -223,7 +224,7 @@ class _TuneEntry:
             raw = parse_defines_raw(self.e.get("defines", {}), self.line("defines"))
         except OccupancyError as exc:
             raise self.fail_at(self.line("defines"), str(exc)) from None
-        top = self.top().defines
+        top = self.top.defines
         clash = sorted(k for k in top if k in self.known and k not in raw)
         if clash:  # a top-level -D would fix a parameter the space varies, silently
             raise self.fail("defines", f"the top-level defines set {clash[0]}, a name of this "
@@ -246,16 +247,17 @@ class _TuneEntry:
                 raise self.fail_at(self.line("defines"), str(exc)) from None
         return defines
 
+    @cached_property
     def top(self) -> Defaults:
         """The manifest's top-level include_dirs / flags / defines, for every entry (as a
-        `check` manifest's)."""
+        `check` manifest's), read once."""
         try:
             return Defaults(self.doc, self.path.parent)
         except OccupancyError as exc:
             raise ManifestError(str(exc), self.spath, getattr(exc, "line", None)) from None
 
     def compile_options(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        top = self.top()
+        top = self.top
         try:
             include_dirs = (*parse_folders(self.e.get("include_dirs", []), self.path.parent,
                                            self.line("include_dirs")), *top.include_dirs)
