@@ -752,9 +752,9 @@ def test_indexed_constant_reads_are_counted_and_named() -> None:
     """A loop that walks a __constant__ table reads it with ULDC through a uniform register
     (`c[0x3][UR4+0x8]`); only those are counted (`uldc`), not an immediate offset into the
     table or the kernel's parameters (bank 0). `tile`'s findings name the points where such
-    a loop ran slow on the H200 and the model has not priced it: 8-11 blocks an SM, a table
-    of 8 KB or more at fewer, or 12+ without a trip count (tune/constwalk.py,
-    tests/test_constwalk.py)."""
+    a loop ran slow on the H200 and the model has not priced it: 8 blocks an SM, 9+ holding
+    fewer than 32 warps (11 of 64 threads here), a table of 8 KB or more at fewer, or the
+    priced count without a trip count (tune/constwalk.py, tests/test_constwalk.py)."""
     from occupancy.build.resources import KernelResources
     from occupancy.build.sass_loops import sass_loop_mix
     from occupancy.core.solver import solve
@@ -795,8 +795,9 @@ def test_indexed_constant_reads_are_counted_and_named() -> None:
     said = findings(points, dev)
     assert len(said) == 1 and said[0].startswith(
         "The hot loop reads a __constant__ table through a uniform register (ULDC) in 2 of 7 "
-        "points where the model does not price what that may cost (8-11 blocks an SM, a table "
-        "of 8 KB or more, or a loop whose trips the declared FLOPs do not give), the first "
+        "points where the model does not price what that may cost (8 blocks an SM, or more "
+        "holding fewer than 32 warps, a table of 8 KB or more, or a loop whose trips the "
+        "declared FLOPs do not give), the first "
         "B=256: ")
     # 8 blocks an SM from the grid as well: 8 x SMs blocks are named, 7 x SMs are not; 12 x
     # SMs are named only where the prediction holds no floor (no trip count to price it)

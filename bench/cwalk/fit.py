@@ -8,7 +8,8 @@ schedulers) and the rule's floor (ULDC reads x ULDC_MISS_CLOCKS where walks_slow
 The table's size is the bytes the loop walks (the rows' entries), not the module's.
 Prints every row, ULDC_MISS_CLOCKS's median over the settled slow rows, and a summary.
 
-    python bench/cwalk/fit.py bench/results/h200-cwalk bench/results/h200-uldc-walk
+    python bench/cwalk/fit.py bench/results/h200-cwalk bench/results/h200-cwalk-gap \
+        bench/results/h200-uldc-walk
 """
 from __future__ import annotations
 
@@ -81,13 +82,14 @@ def uldc_rows(d: Path) -> list[dict]:
     return out
 
 
-def main(cwalk_dir: str, uldc_dir: str) -> None:
-    data = cwalk_rows(Path(cwalk_dir)) + uldc_rows(Path(uldc_dir))
+def main(dirs: list[str]) -> None:
+    data = [r for d in map(Path, dirs)
+            for r in (cwalk_rows(d) if (d / "cwalk.txt").exists() else uldc_rows(d))]
     settled = []
     for r in data:
         mix = {**r["mix"], "cbank3": r["bytes"]}
         r["issue"] = mix["total"] * pipe_factor(H200, mix) / SCHEDULERS_PER_SM
-        r["slow"] = constwalk.walks_slow(H200, mix, r["blocks"])
+        r["slow"] = constwalk.walks_slow(H200, mix, r["blocks"], r["blocks"] * r["block"] // 32)
         r["floor"] = mix["uldc"] * constwalk.ULDC_MISS_CLOCKS if r["slow"] else 0.0
         r["pred"] = max(r["issue"], r["floor"])
         if mix["uldc"] and r["blocks"] >= 16 and r["clocks"] >= 2 * r["issue"]:
@@ -101,9 +103,8 @@ def main(cwalk_dir: str, uldc_dir: str) -> None:
           f"{len(settled)} rows at 16+ blocks an SM that ran 2x their issue count or more "
           f"(range {min(settled):.1f}-{max(settled):.1f}); the model holds {constwalk.ULDC_MISS_CLOCKS}")
     parts = (("rule holds", [r for r in data if r["slow"]]),
-             ("12+ blocks an SM, rule does not hold", [r for r in data if not r["slow"]
-                                                      and r["blocks"] >= 12]),
-             ("8-11 blocks an SM (not priced)", [r for r in data if 8 <= r["blocks"] < 12]),
+             ("8+ blocks an SM, rule does not hold (named by tile where the form went slow)",
+              [r for r in data if not r["slow"] and r["blocks"] >= 8]),
              ("1-7 blocks an SM (not priced; few warps: the model's other terms)",
               [r for r in data if r["blocks"] < 8]))
     for label, part in parts:
@@ -122,4 +123,4 @@ def main(cwalk_dir: str, uldc_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1:])

@@ -1,5 +1,5 @@
 """A loop that walks a `__constant__` table, every lane at the same entry, once many blocks
-share an SM: the immediate constant cache's slow regime (docs/model.md items 16 and 29).
+share an SM: the immediate constant cache's slow regime (docs/model.md items 16, 29 and 30).
 
 Warps of one block start together and walk the table in step, sharing each line the cache
 fetches; blocks drift apart, and once enough of them share an SM each warp's uniform read
@@ -10,15 +10,18 @@ forms, tiles 1-8, tables of 150-1200 entries, 2-32 blocks an SM; bench/results/h
 one table through ULDC, 64 B-64 KB). The rule, set on those rows (bench/cwalk/fit.py), holds
 where all of this does:
 - a loop (straight-line code was not measured) that reads the table through ULDC;
-- 12 or more resident blocks an SM (at 8 the same loop ran slow at blocks of 128, partial
-  at 256, fast at 64; no ULDC loop was measured at 9-11, so 12 sits in that gap);
+- 9 or more resident blocks an SM holding 32 or more warps between them (blocks of 128 ran
+  slow from 9 blocks, 0.84-1.15x the floor; blocks of 64 only partly at 9-12, 0.2-0.9x, and
+  mostly at 16, 0.6-1.05x; at 8 the same loop ran slow at blocks of 128, partial at 64 and
+  256: bistable; bench/results/h200-cwalk-gap);
 - a table over 256 B (smaller ones stayed fast at 32 blocks);
 - beside the ULDC, reads through a register index (LDC: a second table or the same one's
   other entry), or ULDC alone with fewer than ULDC_ALONE_CLOCKS issue clocks an SM between
   reads (a ULDC-only loop with 12 stayed fast at 32 blocks, one with 6 went slow; a mixed
   one with 10 went slow).
 A loop that reads through LDC alone never went slow. Not priced, and named by `tile` where
-the loop has the form that went slow (unpriced_walk): 8-11 blocks; tables of 8 KB or more at
+the loop has the form that went slow (unpriced_walk): 8 or more blocks an SM the rule
+leaves out (8 blocks; 9+ holding fewer than 32 warps); tables of 8 KB or more at
 fewer blocks (10 of 63 such rows at 2-6 blocks of 256-1024 threads ran 1.9-9.3x, the others
 1.04-1.5x); loops whose trips the declared FLOPs do not give (no FFMA in the loop). Not
 named either: a few rows at 4-6 blocks with smaller tables that ran 2.0-2.1x. Chips other
@@ -34,7 +37,8 @@ from occupancy.build.sass_pipes import SCHEDULERS_PER_SM, pipe_factor
 from occupancy.core.device import Device
 
 ULDC_MISS_CLOCKS = 32.3  # SM clocks a warp's ULDC takes in the slow regime (median, h200-cwalk)
-PRICED_BLOCKS = 12
+PRICED_BLOCKS = 9
+PRICED_WARPS = 32  # resident warps an SM, beside PRICED_BLOCKS (see above)
 SMALL_TABLE_BYTES = 256
 ULDC_ALONE_CLOCKS = 10.0  # issue clocks an SM between a ULDC-only loop's reads (see above)
 ULDC_BLOCKS = 8  # resident blocks an SM from which such loops ran slow in part
@@ -66,17 +70,19 @@ def _slow_form(dev: Device, mix: Mapping[str, int]) -> bool:
     return bool(mix.get("ldc3")) or uldc_issue_clocks(dev, mix) < ULDC_ALONE_CLOCKS
 
 
-def walks_slow(dev: Device, mix: Mapping[str, int], blocks_per_sm: int) -> bool:
+def walks_slow(dev: Device, mix: Mapping[str, int], blocks_per_sm: int,
+               warps_per_sm: int) -> bool:
     """Whether the loop of this SASS mix is in the slow regime at `blocks_per_sm` resident
-    blocks an SM (the conditions above)."""
-    return blocks_per_sm >= PRICED_BLOCKS and _slow_form(dev, mix)
+    blocks an SM holding `warps_per_sm` warps (the conditions above)."""
+    return blocks_per_sm >= PRICED_BLOCKS and warps_per_sm >= PRICED_WARPS and \
+        _slow_form(dev, mix)
 
 
 def constant_walk_seconds(dev: Device, mix: Mapping[str, int], runs: float,
-                          blocks_per_sm: int) -> float:
+                          blocks_per_sm: int, warps_per_sm: int) -> float:
     """The floor the slow regime puts under `runs` warp-wide executions of the loop spread
     over the SMs (0 where it does not hold)."""
-    if not runs or not walks_slow(dev, mix, blocks_per_sm):
+    if not runs or not walks_slow(dev, mix, blocks_per_sm, warps_per_sm):
         return 0.0
     return runs * mix["uldc"] * ULDC_MISS_CLOCKS / (dev.sm_count * dev.boost_clock_mhz * 1e6)
 

@@ -373,7 +373,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
              "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered,
              "latency": _warp_path(dev, occ, grid_blocks, mix, traffic),
              "atomics": contended_atomic_seconds(traffic, units),
-             "constant": constant_walk_seconds(dev, mix, runs, blocks_per_sm)}
+             "constant": constant_walk_seconds(dev, mix, runs, blocks_per_sm, warps)}
     roofs["blocks"] = block_launch_seconds(dev, grid_blocks)
     seconds, wave_eff = _work_seconds(dev, occ, grid_blocks, roofs)
     bound = max(roofs, key=lambda r: roofs[r])
