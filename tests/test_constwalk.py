@@ -1,4 +1,5 @@
-"""A loop that walks a __constant__ table (occupancy/tune/constwalk.py, docs/model.md item 29):
+"""A loop that walks a __constant__ table (occupancy/tune/constwalk.py, docs/model.md items
+29-30):
 what the SASS reader counts (`uldc`, `ldc3`, the module's `cbank3`), when the slow regime is
 priced, and the rule checked against every row of the H200 microbenchmarks it comes from
 (bench/results/h200-cwalk-gap/fit.txt, written by bench/cwalk/fit.py)."""
@@ -96,8 +97,9 @@ def test_the_issue_threshold_of_a_uldc_only_loop_and_straight_line_code() -> Non
 
 
 def test_unpriced_walks_are_named() -> None:
-    """`tile` names a walk the model did not price where such loops ran slow: 8-11 blocks,
-    a table of 8 KB or more at any count, or 12+ blocks with no trip count (no FFMA)."""
+    """`tile` names a walk the model did not price where such loops ran slow: 8 blocks, or
+    9+ holding fewer than 32 warps, a table of 8 KB or more at any count, or the priced
+    blocks and warps with no trip count (no FFMA)."""
     from occupancy.tune.constwalk import unpriced_walk
     assert not unpriced_walk(H200, walk(), 32, priced=True)
     assert unpriced_walk(H200, walk(), 32, priced=False)  # slow by the rule, not priced

@@ -47,7 +47,7 @@ DIVISION_FFMAS = 5
 # + 0x8]`: a loop walking the table, every lane at the same entry); `ldc3`: reads of it
 # through a register index (`LDC.64 R6, c[0x3][R6]`, the same walk where ptxas kept the
 # index in a register). Where such reads queue behind the immediate constant cache's misses
-# the model prices them (tune/constwalk.py; docs/model.md item 29). sm_75-sm_90's forms:
+# the model prices them (tune/constwalk.py; docs/model.md items 29-30). sm_75-sm_90's forms:
 # nvcc 13 reads the table with LDCU on sm_100 and sm_120, which is not measured or counted.
 _ULDC_INDEXED = re.compile(r"c\[0x3\]\[\s*UR")
 _LDC_INDEXED = re.compile(r"c\[0x3\]\[\s*R\d")

@@ -7,13 +7,15 @@ fetches; blocks drift apart, and once enough of them share an SM each warp's uni
 whatever the loop computes between them: a floor under the loop's time, up to 12x its issue
 count. Measured on the H200 with loops written here (bench/results/h200-cwalk: three read
 forms, tiles 1-8, tables of 150-1200 entries, 2-32 blocks an SM; bench/results/h200-uldc-walk:
-one table through ULDC, 64 B-64 KB). The rule, set on those rows (bench/cwalk/fit.py), holds
-where all of this does:
+one table through ULDC, 64 B-64 KB; bench/results/h200-cwalk-gap: the same three forms at
+9-11 blocks an SM). The rule, set on those rows (bench/cwalk/fit.py), holds where all of
+this does:
 - a loop (straight-line code was not measured) that reads the table through ULDC;
 - 9 or more resident blocks an SM holding 32 or more warps between them (blocks of 128 ran
-  slow from 9 blocks, 0.84-1.15x the floor; blocks of 64 only partly at 9-12, 0.2-0.9x, and
-  mostly at 16, 0.6-1.05x; at 8 the same loop ran slow at blocks of 128, partial at 64 and
-  256: bistable; bench/results/h200-cwalk-gap);
+  at 0.73-1.22x the floor from 9 blocks; blocks of 64 only in part at 9-12, 0.23-0.93x, and
+  at 0.57-1.05x at 16; at 8 the same loops ran at 0.38-1.04x with blocks of 128, 0.13-0.67x
+  with 64 and 0.14-0.94x with 256: bistable; one loop, the 150-entry table at tile 2, stayed
+  at ~0.2x at every count);
 - a table over 256 B (smaller ones stayed fast at 32 blocks);
 - beside the ULDC, reads through a register index (LDC: a second table or the same one's
   other entry), or ULDC alone with fewer than ULDC_ALONE_CLOCKS issue clocks an SM between

@@ -207,7 +207,8 @@ def reasons(best: Ranked, ok: Sequence[Ranked], ties: Sequence[Ranked],
         held = occ.resident_blocks(best.point.grid_blocks, sm_count) if sm_count else blocks
         out.append(f"its loop reads a __constant__ table through ULDC with {held} blocks an SM: "
                    "each warp's read misses the constant cache, about 32 clocks of the SM each "
-                   "(docs/model.md item 29); fewer blocks an SM keep the warps in step")
+                   "(docs/model.md items 29-30); fewer blocks or warps an SM keep the warps "
+                   "in step")
     elif p and p.hiding < 0.995:
         out.append(f"the resident warps hide {pct(p.hiding)} of the memory latency"
                    if p.bound in MEMORY_ROOFS else
