@@ -2,7 +2,8 @@
 against the issue side as the model counts it (sass_pipes.pipe_factor: the busiest pipe's
 clocks or the instruction count, whichever is larger). Compiles pipemix.cu here with nvcc
 13.0 as on the device and reads each variant's loop with the project's SASS reader; the
-clock is the one the FFMA-only variant implies (one FFMA a clock a sub-partition).
+clock is the one the FFMA-only variant implies (one instruction a clock a sub-partition,
+128 of its 131 FFMA).
 
     python bench/pipemix/fit.py bench/results/h200-pipemix
 """
@@ -88,7 +89,7 @@ def law(mix: dict[str, int], gamma: float) -> float:
 def main(d: str) -> None:
     data = rows(Path(d))
     ghz = {}
-    for r in data:  # one FFMA a clock: the clock the FFMA-only loop implies, per warp count
+    for r in data:  # one instruction a clock: the clock the FFMA-only loop implies, per warps
         if r["key"] == (128, 0, 0, 0):
             ghz[r["warps"]] = r["mix"]["total"] / r["ns"]
     for r in data:
