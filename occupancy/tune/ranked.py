@@ -256,9 +256,8 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
                    f"in {len(walkers)} of {len(ranked)} points where the model does not price "
                    "what that may cost (8 blocks an SM, or more holding fewer than 32 warps, a "
                    "table of 8 KB or more, or a loop whose trips the declared FLOPs do not "
-                   f"give), the first "
-                   f"{inert(walkers[0].label)}: on the H200 such loops ran at their issue count "
-                   "or up to 12x slower (bench/results/h200-cwalk): measure these points before "
-                   "trusting their rank.")
+                   f"give), the first {inert(walkers[0].label)}: on the H200 such loops ran at "
+                   "their issue count or up to 12x slower (bench/results/h200-cwalk): measure "
+                   "these points before trusting their rank.")
     return out
 
