@@ -8,8 +8,10 @@
 //              store are the next warp's, stored about the same time.
 //   STRIDED 0: warp w owns a contiguous part of the row and steps over it 32 x U floats at a
 //              time, lane l at i + 32 u: the next 32 floats are its own next store.
-// Host: `blockrow C BLOCK U STRIDED` copies N = 8192 rows of C floats, checks 64 sampled
-// rows element by element, and prints the median of 10 event-timed runs after 2 warm-ups.
+// Host: `blockrow C BLOCK U STRIDED [SMEM]` copies N = 8192 rows of C floats (SMEM: bytes of
+// dynamic shared memory a block reserves and never uses, to hold fewer blocks an SM),
+// checks 64 sampled rows element by element, and prints the median of 10 event-timed runs
+// after 2 warm-ups.
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -52,10 +54,14 @@ static kern_t pick(int u, int strided) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 5) { fprintf(stderr, "usage: blockrow C BLOCK U STRIDED\n"); return 2; }
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: blockrow C BLOCK U STRIDED [SMEM]\n"); return 2;
+    }
     const int C = atoi(argv[1]), block = atoi(argv[2]), u = atoi(argv[3]), strided = atoi(argv[4]);
+    const int smem = argc == 6 ? atoi(argv[5]) : 0;
     const int N = 8192;
-    if (C < 32 || C > 1 << 20 || block < 32 || block > 1024 || block % 32 || (u != 1 && u != 2 && u != 8)) {
+    if (C < 32 || C > 1 << 20 || block < 32 || block > 1024 || block % 32 ||
+        (u != 1 && u != 2 && u != 8) || smem < 0 || smem > 200 * 1024) {
         fprintf(stderr, "blockrow: bad arguments\n"); return 2;
     }
     const size_t n = (size_t)N * C;
@@ -67,13 +73,15 @@ int main(int argc, char** argv) {
     cudaMemcpy(in, h.data(), n * sizeof(float), cudaMemcpyHostToDevice);
     cudaMemset(out, 0xff, n * sizeof(float));  // NaN: a row left unwritten shows
     kern_t k = pick(u, strided);
+    if (smem > 48 * 1024)
+        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
     std::vector<float> ms;
     for (int r = 0; r < 12; r++) {
         cudaEventRecord(e0);
-        k<<<N, block>>>(out, in, C);
+        k<<<N, block, smem>>>(out, in, C);
         cudaEventRecord(e1);
         cudaEventSynchronize(e1);
         float t = 0;
@@ -91,10 +99,10 @@ int main(int argc, char** argv) {
         for (int i = 0; i < C; i++) if (row[i] != h[r * C + i]) { ok = false; break; }
     }
     int occ = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, block, 0);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, block, smem);
     double tbs = 2.0 * n * sizeof(float) / (ms[ms.size() / 2] * 1e-3) / 1e12;
-    printf("C=%d block=%d u=%d strided=%d blocks_per_sm=%d median_ms=%.4f min_ms=%.4f "
-           "tb_s=%.3f check=%s\n", C, block, u, strided, occ, ms[ms.size() / 2], ms[0], tbs,
-           ok ? "ok" : "FAILED");
+    printf("C=%d block=%d u=%d strided=%d smem=%d blocks_per_sm=%d median_ms=%.4f min_ms=%.4f "
+           "tb_s=%.3f check=%s\n", C, block, u, strided, smem, occ, ms[ms.size() / 2], ms[0],
+           tbs, ok ? "ok" : "FAILED");
     return ok ? 0 : 1;
 }
