@@ -582,6 +582,10 @@ def test_a_row_off_its_lines_rereads_each_straddled_line_near(
     assert t.near_reread_distance <= 2000 * NEAR_REREAD_BYTES
     lines, distance = t.far_rereads
     assert lines == 1002 and distance / lines > 1000 * 128  # a row's worth of loads between
+    # counted as distinct bytes, not as the lines each load touched (two of them): between a
+    # line's two loads the warp reads the row once and writes half of it, on average
+    row = 4 * (32 * 1000 + 17)
+    assert 1.45 * row < distance / lines < 1.55 * row
     assert aligned.far_rereads[0] == 1001
     assert asdict(t) == _unskipped(monkeypatch, *args, whole=True)
 

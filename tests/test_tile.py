@@ -355,24 +355,26 @@ def test_a_reread_of_the_line_just_loaded_never_reaches_dram() -> None:
     its rows start off their 128-B lines, so each warp load straddles two and the next load
     reads the second again. Those near re-reads hit; only the second pass's re-reads of the
     row miss, which Nsight Compute measured as 2.0x the input read from DRAM, not 2.9x
-    (bench/results/h200-softmax-ncu). And 1 KB a warp fits L2 on every shipped GPU full of
-    warps, the bound under which a re-read counts as near (ptx_warp.NEAR_REREAD_BYTES)."""
+    (bench/results/h200-softmax-ncu). A miss brings the sectors the loads touch: the row's
+    6,282. And 1 KB a warp fits L2 on every shipped GPU full of warps, the bound under
+    which a re-read counts as near (ptx_warp.NEAR_REREAD_BYTES)."""
     from occupancy.inputs.profiles import all_devices
-    from occupancy.tune.model import reread_miss_bytes
     from occupancy.tune.ptx_warp import NEAR_REREAD_BYTES
+    from occupancy.tune.reuse import reread_miss_bytes
 
     h200 = load_device("h200")
     occ = solve(h200, 256, 24, 0, 8)
     row = 1571  # lines of a 201 KB row
-    far = {"reread_lines": float(row), "reread_distance": row * 201028.0}
+    far = {"reread_lines": float(row), "reread_distance": row * 201028.0,
+           "far_reread_sq": row * 201028.0 ** 2, "far_reread_sectors": 6282.0}
     near = {"near_reread_lines": 2.0 * row, "near_reread_distance": 2.0 * row * 256}
-    both = _traffic(global_loads=3142.0, global_load_lines=3 * row, reread_lines=3.0 * row,
+    both = _traffic(global_loads=3142.0, global_load_lines=3.0 * row, reread_lines=3.0 * row,
                     reread_distance=far["reread_distance"] + near["near_reread_distance"],
-                    **near)
+                    far_reread_sq=far["far_reread_sq"], far_reread_sectors=6282.0, **near)
     units = 8192.0
     misses = reread_miss_bytes(h200, occ, 1024, both, units)
     assert misses == reread_miss_bytes(h200, occ, 1024, _traffic(**far), units)
-    assert 0.95 * units * row * 128 < misses <= units * row * 128
+    assert misses == pytest.approx(units * 6282 * 32)
     assert reread_miss_bytes(h200, occ, 1024, _traffic(**near, reread_lines=2.0 * row,
                                                        reread_distance=2.0 * row * 256), units) == 0
     with_l2 = [d for d in all_devices() if d.l2_cache_bytes]

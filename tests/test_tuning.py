@@ -958,13 +958,9 @@ def test_a_unit_across_phases_waits_once_per_batch_of_its_loads() -> None:
     ones as far as their footprint fits L2) and DRAM's for the others; one loop's
     iteration keeps one wait."""
     from occupancy.core.solver import solve
-    from occupancy.tune.model import (
-        DRAM_LATENCY_CLOCKS,
-        L2_LATENCY_CLOCKS,
-        _tiled_loop_stall,
-        l2_reread_share,
-    )
+    from occupancy.tune.model import DRAM_LATENCY_CLOCKS, L2_LATENCY_CLOCKS, _tiled_loop_stall
     from occupancy.tune.ptxsim import FIELDS, Traffic
+    from occupancy.tune.reuse import l2_reread_share
 
     counts = dict.fromkeys(FIELDS, 0.0) | {"steps": 4000.0, "flops": 1e4, "global_loads": 40.0,
                                            "global_load_lines": 40.0, "barriers": 1.0}
@@ -983,7 +979,8 @@ def test_a_unit_across_phases_waits_once_per_batch_of_its_loads() -> None:
     l2 = 10 * L2_LATENCY_CLOCKS  # every line loaded again from L2
     assert stall(1.0, again=1.0) == pytest.approx(1 / (1 - l2 / (1000 + l2)))
     # 10 near re-reads, 20 far ones 1 KB apart: 132 blocks of 4 warps move 0.5 MB between
-    # a line's two loads, within L2; 1 MB apart x 64 warps an SM x 132: 8.9 GB, 60 MB held
+    # a line's two loads, within L2; 1 MB apart x 64 warps an SM x 132: 8.9 GB, none held
+    # (tune/reuse.py: L2 keeps nothing from L2_KEPT_TO of it)
     dev = load_device("h200")
     occ = solve(dev, 128, 32)
     near = counts | {"near_reread_lines": 10.0, "reread_lines": 30.0}
@@ -991,9 +988,7 @@ def test_a_unit_across_phases_waits_once_per_batch_of_its_loads() -> None:
     assert l2_reread_share(dev, occ, dev.sm_count, held) == pytest.approx(30 / 40)
     lost = Traffic(False, 32, **(near | {"reread_distance": 20 * 2.0 ** 20}))
     grid = 32 * dev.sm_count
-    footprint = 2.0 ** 20 * occ.active_blocks_per_sm * dev.sm_count * 4
-    assert l2_reread_share(dev, occ, grid, lost) == pytest.approx(
-        (10 + 20 * dev.l2_cache_bytes / footprint) / 40)
+    assert l2_reread_share(dev, occ, grid, lost) == pytest.approx(10 / 40)
 
 
 def test_a_space_whose_sass_has_no_wide_shared_load_is_run_unmerged() -> None:

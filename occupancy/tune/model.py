@@ -16,6 +16,12 @@ from occupancy.build.sass_pipes import SCHEDULERS_PER_SM, pipe_factor
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
 from occupancy.tune.constwalk import constant_walk_seconds
+from occupancy.tune.reuse import (
+    l2_reread_share,
+    read_back_bytes,
+    reread_miss_bytes,
+    rewrite_miss_bytes,
+)
 
 if TYPE_CHECKING:
     from occupancy.tune.ptxsim import Traffic
@@ -204,54 +210,12 @@ def l1_reread_loads(dev: Device, occ: OccupancyResult, grid_blocks: int,
     if l1 is None:
         return 0.0
     per_sm = occ.resident_blocks(grid_blocks, dev.sm_count)
-    footprint = traffic.reread_distance / traffic.reread_lines * per_sm * max(occ.warps_per_block, 1)
+    footprint = traffic.reread_distance / traffic.reread_lines * per_sm * max(occ.warps_per_block, 1) \
+        + traffic.shared_bytes  # what every warp reads (ptxsim leaves it out of each one's)
     if footprint > l1:
         return 0.0
     return min(traffic.global_loads,
                traffic.reread_lines * traffic.global_loads / traffic.global_load_lines)
-
-
-def reread_miss_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int, traffic: Traffic,
-                      units: float) -> float:
-    """DRAM bytes of the lines a warp loads a second time (a softmax's or a layernorm's next
-    pass over its row) that L2 no longer holds. The declared bytes count each byte once;
-    between a warp's two loads of a line every resident warp of the GPU streams as much as
-    this one did (its reuse distance), so the re-read hits only while that footprint fits
-    in L2: the same 1 - L2 / footprint as the shipped matmul's panels. llm.c's online
-    softmax at 16,384 x 4,096 (a warp per 16 KB row, 64 warps per SM): 138 MB between the
-    two passes, far over the H200's 60 MB: both read DRAM. A line loaded again right after
-    the warp loaded it (ptxsim's near re-reads: a row that does not start on a 128-B line
-    has each load straddle two lines) hits and is left out: counted, the same softmax at C
-    = 50,257 read 2.9x its input from DRAM where Nsight Compute measured 2.0x
-    (bench/results/h200-softmax-ncu)."""
-    lines, footprint = _far_footprint(dev, occ, grid_blocks, traffic)
-    if lines <= 0 or not dev.l2_cache_bytes or footprint <= dev.l2_cache_bytes:
-        return 0.0
-    return units * lines * 128.0 * (1 - dev.l2_cache_bytes / footprint)
-
-
-def _far_footprint(dev: Device, occ: OccupancyResult, grid_blocks: int,
-                   traffic: Traffic) -> tuple[float, float]:
-    """(the warp's far re-read lines, the bytes the GPU's resident warps move between a line's
-    two loads): every resident warp streams as much as this one between them."""
-    lines, distance = traffic.far_rereads
-    if lines <= 0:
-        return 0.0, 0.0
-    warps = max(occ.warps_per_block, 1)
-    resident = min(grid_blocks, max(occ.active_blocks_per_sm, 1) * dev.sm_count) * warps
-    return lines, distance / lines * resident
-
-
-def l2_reread_share(dev: Device, occ: OccupancyResult, grid_blocks: int,
-                    traffic: Traffic) -> float:
-    """The share of the warp's global load lines that load again a line L2 still holds: its
-    near re-reads, and its far ones as far as their footprint fits L2 (the complement of
-    reread_miss_bytes' loss)."""
-    if not traffic.global_load_lines:
-        return 0.0
-    lines, footprint = _far_footprint(dev, occ, grid_blocks, traffic)
-    held = lines if footprint <= dev.l2_cache_bytes else lines * dev.l2_cache_bytes / footprint
-    return min(1.0, (traffic.near_reread_lines + held) / traffic.global_load_lines)
 
 
 def dram_efficiency(write_share: float | None) -> float:
@@ -341,7 +305,9 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
         if not runs:
             issue = ptx_issue
         if dram_bytes:
-            dram_bytes += reread_miss_bytes(dev, occ, grid_blocks, traffic, units)
+            dram_bytes += reread_miss_bytes(dev, occ, grid_blocks, traffic, units) \
+                + rewrite_miss_bytes(dev, occ, grid_blocks, traffic, units) \
+                + read_back_bytes(dev, occ, grid_blocks, traffic, units)
     # the hot SASS loop's busiest pipe over its instructions (compares take the ALU pipe 2
     # clocks each); as a ratio it scales the PTX's issue count too, where no FLOPs count runs
     issue *= pipe_factor(dev, mix)

@@ -4,6 +4,7 @@ went through become that unit, and a block's sample of two warps."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import astuple, dataclass
 
@@ -12,10 +13,14 @@ FIELDS = ("steps", "flops", "ffma", "shared_wavefronts", "shared_ideal", "shared
           "global_loads", "global_load_lines", "global_load_sectors", "load_bytes",
           "global_stores", "global_store_lines", "global_store_sectors",
           "partial_store_sectors", "barriers", "load_cover", "covered_loads",
-          "reread_lines", "reread_distance", "near_reread_lines", "near_reread_distance")
+          "reread_lines", "reread_distance", "near_reread_lines", "near_reread_distance",
+          "far_reread_sq", "far_reread_sectors", "far_rewrite_sectors", "far_rewrite_distance",
+          "open_store_sectors")
 COUNTER = {f: i for i, f in enumerate(FIELDS)}  # a counter's place in a run's list of them
-# the last fields: diagnostics, not work
-REUSE = ("reread_lines", "reread_distance", "near_reread_lines", "near_reread_distance")
+# the last fields: where lines and sectors meet again, not work an iteration must repeat
+REUSE = ("reread_lines", "reread_distance", "near_reread_lines", "near_reread_distance",
+         "far_reread_sq", "far_reread_sectors", "far_rewrite_sectors", "far_rewrite_distance",
+         "open_store_sectors")
 assert FIELDS[-len(REUSE):] == REUSE
 
 
@@ -52,6 +57,10 @@ class Traffic:
     contended_float_atomics: float = 0.0
     contended_int_atomics: float = 0.0
     contended_addresses: float = 0.0
+    # bytes both warps of the block's sample touch (a layernorm's weights, which every warp
+    # reads): held once for all of them, left out of each one's reuse distances (Distinct's
+    # `foreign`); set by tune/traffic.py
+    shared_bytes: float = 0.0
     # lines the warp loads again that an earlier instruction of its own already loaded or
     # stored (a softmax's second pass over its row), and the sum over them of the bytes the
     # warp loaded and stored in between: their reuse distance in the warp's own stream
@@ -62,6 +71,20 @@ class Traffic:
     # has its loads straddle two lines, the second loaded again by the next load)
     near_reread_lines: float = 0.0
     near_reread_distance: float = 0.0
+    # the far ones' squared distances, summed: their spread (a softmax re-reads its input
+    # after one pass over the row and its output after two)
+    far_reread_sq: float = 0.0
+    # and the 32-B sectors those loads touch in their far re-read lines: what a miss brings
+    far_reread_sectors: float = 0.0
+    # sectors the warp stores again, further back than a near re-read from its last store to
+    # them (a softmax writes its output, then scales it in place), and their summed
+    # distances: where L2 wrote the first back before the second, DRAM takes both
+    far_rewrite_sectors: float = 0.0
+    far_rewrite_distance: float = 0.0
+    # 32-B sectors the warp's stores leave partly written for another warp to complete: the
+    # ends of a warp store that also fills whole sectors (a row off its lines written a
+    # warp's 128 B at a time), less those its own later stores complete
+    open_store_sectors: float = 0.0
     # 1 where a cut run's unit is the run so far, across FP loops side by side (loop_unit),
     # not one loop's iteration (a block's sample keeps its first warp where they differ)
     phases: float = 0.0
@@ -71,6 +94,15 @@ class Traffic:
         """(lines, summed reuse distance) of the re-reads beyond NEAR_REREAD_BYTES."""
         return (self.reread_lines - self.near_reread_lines,
                 self.reread_distance - self.near_reread_distance)
+
+    @property
+    def far_spread(self) -> float:
+        """The standard deviation of the far re-reads' distances (0 without two of them)."""
+        lines, distance = self.far_rereads
+        if lines <= 0:
+            return 0.0
+        mean = distance / lines
+        return math.sqrt(max(0.0, self.far_reread_sq / lines - mean * mean))
 
     @property
     def cover(self) -> float:
@@ -93,6 +125,71 @@ def block_sample(first: Traffic, last: Traffic | None) -> Traffic:
         return first
     mean = [(a + b) / 2 for a, b in zip(astuple(first)[2:], astuple(last)[2:], strict=True)]
     return Traffic(first.complete, first.lanes, *mean)
+
+
+class Distinct:
+    """The bytes a warp's own global accesses touched since a moment, in 32-B sectors (an
+    LRU stack distance: a line L2 still holds is the same line however often the warp
+    touches it), each sector weighed by the share of its bytes the warp ever touched: a
+    sector the block's next warp shares (the end of a warp load on a row off its lines)
+    is that much of the L2 the warps hold between them. Each access is a moment; a
+    Fenwick tree over the moments sums the weights of the sectors whose last touch came
+    after one. Counted per 128-B line instead, the bytes between a pass and the next over
+    a row off its lines were twice the row (llm.c's softmax at C = 50,257)."""
+
+    def __init__(self, foreign: Mapping[int, int] | None = None) -> None:
+        self.now = 0
+        self.last: dict[int, int] = {}  # sector -> the moment it was last touched
+        self.bytes: dict[int, int] = {}  # sector -> the bytes of it touched (bit b: byte b)
+        # sector -> the bytes another warp of the sample touches too (a layernorm's weights,
+        # read by every warp): L2 holds one copy for all of them, so they weigh nothing here
+        self.foreign: Mapping[int, int] = foreign or {}
+        self.tree = [0.0] * 1024
+        self.total = 0.0  # the weights of every sector touched so far
+
+    def _weight(self, sector: int, touched: int) -> float:
+        return (touched & ~self.foreign.get(sector, 0)).bit_count() / 32
+
+    def touch(self, masks: Mapping[int, int]) -> int:
+        """One access to these sectors (their bytes touched, as masks): its moment."""
+        self.now += 1
+        if self.now >= len(self.tree):
+            self._grow()
+        for sector, mask in masks.items():
+            old = self.last.get(sector)
+            before = self.bytes.get(sector, 0)
+            if old is not None:
+                self._add(old, -self._weight(sector, before))
+            union = before | mask
+            self.bytes[sector] = union
+            self.total += self._weight(sector, union) - self._weight(sector, before)
+            self.last[sector] = self.now
+            self._add(self.now, self._weight(sector, union))
+        return self.now
+
+    def since(self, moment: int) -> float:
+        """The sectors touched after `moment` (not again at it or before), by their weights."""
+        i, before = moment, 0.0
+        while i > 0:
+            before += self.tree[i]
+            i -= i & -i
+        return max(0.0, self.total - before)
+
+    def _add(self, i: int, v: float) -> None:
+        while i < len(self.tree):
+            self.tree[i] += v
+            i += i & -i
+
+    def _grow(self) -> None:
+        n = 2 * len(self.tree)
+        tree = [0.0] * n
+        for sector, t in self.last.items():
+            tree[t] += self._weight(sector, self.bytes[sector])
+        for i in range(1, n):
+            j = i + (i & -i)
+            if j < n:
+                tree[j] += tree[i]
+        self.tree = tree
 
 
 # --- loops: when a run may stop, and which loop's iteration is its unit -----------------------

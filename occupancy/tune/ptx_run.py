@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import cast
 
 from occupancy.tune.ptx_alu import alu, shfl
-from occupancy.tune.ptx_counters import COUNTER, FIELDS, Traffic, enclosed, loop_unit, steady
+from occupancy.tune.ptx_counters import COUNTER, FIELDS, Distinct, Traffic, enclosed, loop_unit, steady
 from occupancy.tune.ptx_parse import Insn, Kernel, PtxError, parse_kernel
 from occupancy.tune.ptx_skip import Skipper
 from occupancy.tune.ptx_warp import WARP, Warp
@@ -26,7 +26,8 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
              grid: Sequence[int], banks: int = 32, warp: int = 0, whole: bool = False,
              unroll: int = 1, first_block: bool = False,
              atomic_log: list[tuple[int, bool]] | None = None, next_block: bool = False,
-             merge: tuple[bool, bool] = (True, True)) -> Traffic:
+             merge: tuple[bool, bool] = (True, True), foreign: Mapping[int, int] | None = None,
+             touched: dict[int, int] | None = None) -> Traffic:
     """Run one warp (0 by default) of the middle block of the grid (of block 0 where
     `first_block`); its traffic per unit (see Traffic). A loop that repeats itself ends the
     run early (its iteration is the unit) unless `whole`: then only MAX_STEPS does (a
@@ -35,15 +36,17 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
     (see Warp). `atomic_log` receives the (address, floating-point) of each lane atomic to
     global memory, up to MAX_ATOMIC_LOG. `next_block`: the block after the middle one along
     x (a second sample where a block is one warp). `merge`: whether ptxas merged scalar
-    shared (loads, stores) into wide accesses (see Warp). PtxError for PTX it cannot follow,
-    whatever went wrong inside."""
+    shared (loads, stores) into wide accesses (see Warp). `foreign`: per 32-B sector, the
+    bytes another warp of the sample touches too, which weigh nothing in the warp's reuse
+    distances (ptx_counters.Distinct); `touched` receives the bytes this warp touched, per
+    sector. PtxError for PTX it cannot follow, whatever went wrong inside."""
     import struct
 
     if warp < 0 or warp * WARP >= math.prod(block):
         raise PtxError(f"{entry}: the block has no warp {warp}")
     try:
         return _run_warp(ptx, entry, params, block, grid, banks, warp, whole, unroll,
-                         first_block, atomic_log, next_block, merge)
+                         first_block, atomic_log, next_block, merge, foreign, touched)
     except PtxError:
         raise
     except (ArithmeticError, ValueError, IndexError, KeyError, TypeError, AttributeError,
@@ -54,7 +57,9 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
 def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
               grid: Sequence[int], banks: int, warp: int, whole: bool, unroll: int,
               first_block: bool = False, atomic_log: list[tuple[int, bool]] | None = None,
-              next_block: bool = False, merge: tuple[bool, bool] = (True, True)) -> Traffic:
+              next_block: bool = False, merge: tuple[bool, bool] = (True, True),
+              foreign: Mapping[int, int] | None = None,
+              touched: dict[int, int] | None = None) -> Traffic:
     """run_warp's work: the kernel decoded, the warp placed in its block, run, and its
     counters reduced to the unit."""
     k = _parsed(ptx, entry)
@@ -62,6 +67,8 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
     if next_block and where:
         where[0] = min(where[0] + 1, max(0, grid[0] - 1))
     w = Warp(k, _param_values(k, params), block, where, grid, banks, warp, unroll, merge)
+    if foreign:
+        w.reuse = Distinct(foreign)
     walk = _LockStep(w, whole)
     finished = walk.run()
     at_max = not finished and walk.steps - walk.skipped >= MAX_STEPS
@@ -69,6 +76,8 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
                                     walk.loops, at_max)
     if atomic_log is not None:
         atomic_log.extend(w.atomic_log)
+    if touched is not None:
+        touched.update(w.reuse.bytes)
     return Traffic(finished, len(w.lanes), **dict(zip(FIELDS, unit, strict=True)), inner_ffma=inner,
                    phases=float(phases))
 

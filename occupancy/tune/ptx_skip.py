@@ -264,8 +264,7 @@ class _Saved:
     mark: Mark
     pcs: list[int | None]
     spans: dict[int, int]
-    line_seen: dict[int, float]
-    loaded: float
+    reuse: tuple[Any, ...]  # the warp's past accesses (Warp.save_reuse)
     atomics: int
     streaming: set[int]
 
@@ -344,9 +343,9 @@ class Skipper:
         template says iteration n + 1 does. The run's state is put back after, the probe's
         steps are added to `spent` (MAX_PROBE_STEPS bounds them, not MAX_STEPS)."""
         walk, w = self.walk, self.walk.w
-        saved = _Saved(self._mark(), list(walk.pcs), dict(walk.spans), w.line_seen, w.loaded,
+        # (the probe's re-reads and open sectors are not compared: its own lines suffice)
+        saved = _Saved(self._mark(), list(walk.pcs), dict(walk.spans), w.save_reuse(),
                        len(w.atomic_log), set(w.streaming))
-        w.line_seen = {}  # (the probe's re-reads are not compared: its own lines suffice)
         _advance(w.regs, w.last_shared, tpl, n)
         walk.probing = True
         held = False
@@ -442,7 +441,7 @@ def _restore(walk: Walk, saved: _Saved) -> None:
     w.regs, w.last_shared, w.pending, w.vec_ok = m.regs, m.shared, m.pending, m.vec_ok
     w.counters = m.counters
     w.streaming = saved.streaming
-    w.line_seen, w.loaded = saved.line_seen, saved.loaded
+    w.restore_reuse(saved.reuse)
     del w.atomic_log[saved.atomics:]
     assert w.events is not None and w.compares is not None
     del w.events[m.events:]

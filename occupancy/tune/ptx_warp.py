@@ -11,7 +11,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from occupancy.core.banks import bank_conflicts
-from occupancy.tune.ptx_counters import COUNTER, FIELDS
+from occupancy.tune.ptx_counters import COUNTER, FIELDS, Distinct
 from occupancy.tune.ptx_parse import MEM_OPERAND, PTX_TYPES, SHARED_TAG, Insn, Kernel, access_bytes
 
 MAX_ATOMIC_LOG = 1024  # lane atomics whose addresses a run keeps (run_warp's atomic_log)
@@ -88,6 +88,16 @@ def _fbits(word: str) -> float:
     return struct.unpack(">d", bytes.fromhex(word[2:].rjust(16, "0")))[0]
 
 
+
+def sector_masks(addrs: Sequence[int], width: int) -> dict[int, int]:
+    """Per 32-B sector an access touches, the bytes its lanes touch in it (bit b: byte b)."""
+    masks: dict[int, int] = {}
+    for a in addrs:
+        for sector in range(a // 32, (a + width - 1) // 32 + 1):
+            lo, hi = max(a, sector * 32) - sector * 32, min(a + width, sector * 32 + 32) - sector * 32
+            masks[sector] = masks.get(sector, 0) | ((1 << (hi - lo)) - 1) << lo
+    return masks
+
 class Warp:
     """The lanes of warp `warp` of the block at `block_index`: their registers, the launch's
     parameter values, and the counters (FIELDS) its accesses add to."""
@@ -128,8 +138,14 @@ class Warp:
         self.vec_ok: dict[int, bool] = {}
         self.pending: dict[str, float] = {}  # register -> step its global load issued
         self.atomic_log: list[tuple[int, bool]] = []  # (address, floating-point) per lane
-        self.line_seen: dict[int, float] = {}  # global line -> the warp's line bytes then
-        self.loaded = 0.0  # bytes of lines the warp has loaded or stored so far
+        self.line_seen: dict[int, int] = {}  # global line -> the moment the warp last touched it
+        self.reuse = Distinct()  # the sectors the warp touched, by moment
+        # sectors a store left open at an end (open_store_sectors) -> the bytes written so far
+        self.open_ends: dict[int, int] = {}
+        self.stored: dict[int, int] = {}  # sector -> the moment the warp last stored to it
+        # sector -> the bytes of its current far touch, by load and by store (_far)
+        self.far_loaded: dict[int, int] = {}
+        self.far_stored: dict[int, int] = {}
         # each global access counted, as count_global's arguments, where a skip-ahead may
         # replay them (ptx_skip); None: not noted
         self.events: list[GlobalAccess] | None = None
@@ -229,10 +245,16 @@ class Warp:
             for s in range(a // 32, (a + width - 1) // 32 + 1):
                 lo, hi = max(a, s * 32), min(a + width, s * 32 + 32)
                 sectors[s] = sectors.get(s, 0) + (hi - lo)
+        masks = sector_masks(addrs, width)
         if store:
+            self._close_ends(masks)
+            share, apart = self._far(masks, self.stored, self.far_stored)
+            c[COUNTER["far_rewrite_sectors"]] += share
+            c[COUNTER["far_rewrite_distance"]] += apart
+            moment = self.reuse.touch(masks)
+            self.stored.update(dict.fromkeys(sectors, moment))
             for line in lines:  # a later load of what the warp wrote is a re-read too
-                self.line_seen[line] = self.loaded
-            self.loaded += 128.0 * len(lines)
+                self.line_seen[line] = moment
             c[COUNTER["global_stores"]] += 1
             c[COUNTER["global_store_lines"]] += len(lines)
             c[COUNTER["global_store_sectors"]] += len(sectors)
@@ -245,15 +267,80 @@ class Warp:
             for line in lines:
                 seen = self.line_seen.get(line)
                 if seen is not None:
+                    # the distinct bytes the warp touched since it last touched the line
+                    apart = 32.0 * self.reuse.since(seen)
                     c[COUNTER["reread_lines"]] += 1
-                    c[COUNTER["reread_distance"]] += self.loaded - seen
-                    if self.loaded - seen <= NEAR_REREAD_BYTES:
+                    c[COUNTER["reread_distance"]] += apart
+                    if apart <= NEAR_REREAD_BYTES:
                         c[COUNTER["near_reread_lines"]] += 1
-                        c[COUNTER["near_reread_distance"]] += self.loaded - seen
-                self.line_seen[line] = self.loaded
-            self.loaded += 128.0 * len(lines)
+                        c[COUNTER["near_reread_distance"]] += apart
+                    else:
+                        c[COUNTER["far_reread_sq"]] += apart * apart
+            c[COUNTER["far_reread_sectors"]] += self._far(masks, self.reuse.last, self.far_loaded)[0]
+            moment = self.reuse.touch(masks)
+            for line in lines:
+                self.line_seen[line] = moment
         if atomic is not None and len(self.atomic_log) + len(addrs) <= MAX_ATOMIC_LOG:
             self.atomic_log.extend((a, atomic) for a in addrs)
+
+    def save_reuse(self) -> tuple[Any, ...]:
+        """What the warp holds of its past accesses (re-reads, stores, open ends), for a
+        probe to put back (ptx_skip), which starts from none of it."""
+        state = (self.line_seen, self.reuse, self.open_ends, self.stored, self.far_loaded,
+                 self.far_stored)
+        self.line_seen, self.open_ends, self.stored = {}, {}, {}
+        self.reuse = Distinct(self.reuse.foreign)
+        self.far_loaded, self.far_stored = {}, {}
+        return state
+
+    def restore_reuse(self, state: tuple[Any, ...]) -> None:
+        (self.line_seen, self.reuse, self.open_ends, self.stored, self.far_loaded,
+         self.far_stored) = state
+
+    def _far(self, masks: Mapping[int, int], then: Mapping[int, int],
+             episode: dict[int, int]) -> tuple[float, float]:
+        """(sectors, summed distance) of the access's far touches: the sectors it touches
+        that the warp touched (`then`: their last moments) further back than a near
+        re-read, each by the share of its bytes the warp touches; a sector the warp then
+        touches again near (`episode`: the bytes of its far touch so far) adds the bytes it
+        had not touched. A sector the neighbouring warp shares (the end of a warp load on a
+        row off its lines) counts its part, and one the warp fills itself, all of it: what
+        a miss brings from DRAM, split among the warps that use it."""
+        share = apart = 0.0
+        for sector, mask in masks.items():
+            moment = then.get(sector)
+            if moment is None:
+                continue
+            d = 32.0 * self.reuse.since(moment)
+            if d > NEAR_REREAD_BYTES:
+                episode[sector] = mask
+                share += mask.bit_count() / 32
+                apart += d * mask.bit_count() / 32
+            elif sector in episode:
+                new = mask & ~episode[sector]
+                episode[sector] |= mask
+                share += new.bit_count() / 32
+                apart += d * new.bit_count() / 32
+        return share, apart
+
+    def _close_ends(self, masks: Mapping[int, int]) -> None:
+        """A store (its sectors' byte masks): the open ends it completes close; where it
+        fills a whole sector, its own partly written ones (its ends) open, unless already
+        complete."""
+        c = self.counters
+        full = (1 << 32) - 1
+        opens = full in masks.values()  # a store that fills a whole sector opens its ends
+        for sector, mask in masks.items():
+            if sector in self.open_ends:
+                mask |= self.open_ends[sector]
+                if mask == full:
+                    del self.open_ends[sector]
+                    c[COUNTER["open_store_sectors"]] -= 1
+                else:
+                    self.open_ends[sector] = mask
+            elif opens and mask != full:
+                self.open_ends[sector] = mask
+                c[COUNTER["open_store_sectors"]] += 1
 
     def memory(self, i: int, ins: Insn, lanes: list[int]) -> bool:
         """Count one warp-wide access; True where it went to global (or local) memory."""

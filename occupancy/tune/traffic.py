@@ -7,7 +7,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -61,31 +61,39 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
         pass  # not cached yet, or unreadable: run it
     first_log: list[tuple[int, bool]] = []
     last_log: list[tuple[int, bool]] = []
+    first_bytes: dict[int, int] = {}
     try:
         t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, atomic_log=first_log,
-                     merge=merge)
+                     merge=merge, touched=first_bytes)
         unroll = round(sass_ffma / t.inner_ffma) if t.inner_ffma and merge[0] else 1
         if unroll >= 2:
             first_log.clear()
+            first_bytes.clear()
             t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, unroll=unroll,
-                         atomic_log=first_log, merge=merge)
+                         atomic_log=first_log, merge=merge, touched=first_bytes)
     except PtxError:
         return None  # the model goes on without the warp's addresses
     last_warp = (math.prod(block) - 1) // WARP
     first = t
-    if last_warp:
+    # the second warp of the sample: the block's last, or where a block is one warp, the
+    # next block's (a second row); the bytes both touch (a layernorm's weights, which every
+    # warp reads) weigh nothing in the second's reuse distances, nor, run again, in the
+    # first's where its whole run re-reads
+    other = (last_warp, False) if last_warp else (0, True) if grid and grid[0] >= 2 else None
+    if other is not None:
         try:
-            t = block_sample(t, run_warp(ptx, entry, args, block, grid, banks, last_warp,
-                                         whole, max(unroll, 1), atomic_log=last_log,
-                                         merge=merge))
+            second_bytes: dict[int, int] = {}
+            second = run_warp(ptx, entry, args, block, grid, banks, other[0], whole,
+                              max(unroll, 1), atomic_log=last_log if last_warp else None,
+                              next_block=other[1],
+                              merge=merge, foreign=first_bytes, touched=second_bytes)
+            both = sum((m & first_bytes.get(x, 0)).bit_count() for x, m in second_bytes.items())
+            if first.complete and first.reread_lines and both:
+                t = run_warp(ptx, entry, args, block, grid, banks, whole=whole,
+                             unroll=max(unroll, 1), merge=merge, foreign=second_bytes)
+            t = replace(block_sample(t, second), shared_bytes=float(both))
         except PtxError:
             last_log.clear()  # warp 0 alone
-    elif grid and grid[0] >= 2:  # a block of one warp: the next block's, a second row
-        try:
-            t = block_sample(t, run_warp(ptx, entry, args, block, grid, banks, 0, whole,
-                                         max(unroll, 1), next_block=True, merge=merge))
-        except PtxError:
-            pass  # warp 0 alone
     # (a grid under 3 blocks a side has its middle block at 0: nothing to compare it with)
     if first.complete and (first_log or last_log) and any(g >= 3 for g in grid):
         t = _contended(t, ptx, entry, args, block, grid, banks, whole, max(unroll, 1),
@@ -106,8 +114,6 @@ def _contended(t: Traffic, ptx: str, entry: str, args: Sequence[float | int],
     and an address both blocks update is one counter the whole grid updates (an address
     that moves with the block index is not). Per block, warp 0 counts once and the last
     warp stands for the others (the usual pattern: thread 0 adds the block's partial sum)."""
-    from dataclasses import replace
-
     from occupancy.tune.ptxsim import PtxError, run_warp
 
     other: list[tuple[int, bool]] = []

@@ -1,0 +1,54 @@
+"""bench/ncu/bytes_check.py: the model's DRAM bytes (read plus written) for llm.c's softmax
+kernels at every point Nsight Compute measured (bench/results/h200-softmax-ncu/table.txt),
+against Nsight's, as multiples of one pass over the input (N x C x 4 B). The kernels and
+their manifests are the corpus's (bench/corpus, local: llm.c is not vendored here; see
+bench/CORPUS.md). CPU only; needs nvcc.
+Usage: python bench/ncu/bytes_check.py [table.txt] > bench/results/softmax-bytes-check.txt"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from occupancy import load_device  # noqa: E402
+from occupancy.inputs.manifest.tuning import load_tuning  # noqa: E402
+from occupancy.tune.bounds import WorkLimits  # noqa: E402
+from occupancy.tune.spaces import points, rank  # noqa: E402
+
+TABLE = ROOT / "bench" / "results" / "h200-softmax-ncu" / "table.txt"
+SPACES = {"softmax_forward_kernel4": "llmc-softmax4", "softmax_forward_kernel7": "llmc-softmax7",
+          "softmax_forward_online_kernel8": "llmc-softmax-online8"}
+
+
+def main() -> None:
+    table = Path(sys.argv[1]) if len(sys.argv) > 1 else TABLE
+    dev = load_device("h200")
+    cache: dict[tuple[str, int, int], dict[int, float]] = {}
+    errors: dict[str, list[float]] = {}
+    print("kernel N C block measured_x model_x model/measured")
+    for line in table.read_text().splitlines()[1:]:
+        kernel, n, c, block, _ms, read, write = line.split()[:7]
+        key = (kernel, int(n), int(c))
+        if key not in cache:
+            spec = load_tuning(ROOT / "bench" / "corpus" / SPACES[kernel] / "tune.yaml", kernel,
+                               {"N": int(n), "C": int(c)})
+            pts, removed = points(spec, 100, WorkLimits(100, 100))
+            report = rank(spec, dev, pts, removed)
+            cache[key] = {r.point.params["block_size"]: r.prediction.dram_bytes
+                          for r in report.ranked if r.prediction is not None}
+        one = 4.0 * int(n) * int(c)
+        measured = (float(read) + float(write)) * 1e9 / one
+        model = cache[key][int(block)] / one
+        errors.setdefault(kernel, []).append(model / measured - 1)
+        print(kernel, n, c, block, f"{measured:.2f}", f"{model:.2f}", f"{model / measured:.3f}")
+    for kernel, errs in errors.items():
+        print(f"{kernel}: {len(errs)} points, median |model / measured - 1| "
+              f"{statistics.median(abs(e) for e in errs):.1%}, largest {max(abs(e) for e in errs):.1%}")
+
+
+if __name__ == "__main__":
+    main()

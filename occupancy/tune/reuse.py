@@ -1,0 +1,129 @@
+"""Lines a warp loads again that L2 may still hold: a softmax's or a layernorm's next pass
+over its row, the output it wrote and reads back (docs/model.md items 8, 21 and 32).
+
+ptxsim counts, per warp, the lines it loads a second time and how far apart: the distinct
+32-B sectors it touched in between (ptx_counters.Distinct), their sum and the sum of their
+squares. Every resident warp of the GPU touches as much between its own two loads of a line,
+so the GPU's footprint between them is that distance times the resident warps; how much of
+the re-reads L2 keeps at that footprint was measured on the H200 with a kernel written here
+that reads rows twice (bench/results/h200-l2reuse: 16-64 warps an SM, footprints of 8-192 MB,
+the DRAM bytes Nsight Compute counted): all of them up to 0.62 of its L2, none from 1.06, in
+proportion between. An LRU cache walked cyclically over more than it holds keeps nothing, and
+the H200's starts losing them well before it is full. The re-reads of one warp are not all as
+far apart (a softmax re-reads its input after one pass over the row and its output after
+two): the share is taken at their mean distance less and plus its spread, half each.
+
+A store that leaves a 32-B sector partly written for another warp to complete (the ends of
+a warp's 128 B on a row off its lines, where the block's next warp writes the rest) costs a
+read of the sector from DRAM when L2 lets it go before that warp comes: measured on a copy
+written here in softmax 7's store pattern (bench/results/h200-blockrow/curve), the bytes read
+back over the open sectors' grow with the blocks an SM holds."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from occupancy.core.device import Device
+from occupancy.core.solver import OccupancyResult
+
+if TYPE_CHECKING:
+    from occupancy.tune.ptxsim import Traffic
+
+# The footprint, as shares of the L2, up to which L2 keeps every re-read and from which it
+# keeps none (bench/results/h200-l2reuse, fitted on its 39 read-twice points by
+# bench/l2reuse/fit.py; the 39 points that read the output back were left to check it).
+L2_KEPT_FROM = 0.62
+L2_KEPT_TO = 1.06
+# DRAM bytes read back per byte of the sectors a warp's stores leave open for another warp
+# (ptxsim's open_store_sectors), by resident blocks an SM: Nsight Compute's DRAM reads of
+# the strided copy less the warp-contiguous one's (whose warps close their own), over 2
+# open sectors a warp store (bench/results/h200-blockrow/curve, blocks of 64-1,024 at their
+# own occupancy, 64 warps an SM, no shared memory). Between the counts measured, linear in
+# log2(blocks); outside, the nearest. With shared memory taking most of the L1 the same
+# copy read back 0.2-0.4 of these at 8-16 blocks (the curve's other rows): not priced.
+READ_BACK_BY_BLOCKS = ((2, 0.01), (4, 0.14), (8, 0.54), (16, 1.07), (32, 0.99))
+
+
+def l2_kept(dev: Device, footprint: float) -> float:
+    """The share of re-reads L2 still holds with `footprint` bytes touched GPU-wide between a
+    line's two loads: 1 up to L2_KEPT_FROM of the L2, 0 from L2_KEPT_TO, linear between."""
+    c = dev.l2_cache_bytes
+    if not c:
+        return 0.0
+    return min(1.0, max(0.0, (L2_KEPT_TO - footprint / c) / (L2_KEPT_TO - L2_KEPT_FROM)))
+
+
+def far_kept(dev: Device, occ: OccupancyResult, grid_blocks: int,
+             traffic: Traffic) -> tuple[float, float]:
+    """(the warp's far re-read lines, the share of them L2 still holds): at the GPU's
+    footprint for their mean distance less and plus its spread, half each."""
+    lines, distance = traffic.far_rereads
+    if lines <= 0:
+        return 0.0, 1.0
+    warps = max(occ.warps_per_block, 1)
+    resident = min(grid_blocks, max(occ.active_blocks_per_sm, 1) * dev.sm_count) * warps
+    mean, spread = distance / lines, traffic.far_spread
+    shared = traffic.shared_bytes  # what every warp touches, held once (ptxsim's sample)
+    kept = (l2_kept(dev, (mean - spread) * resident + shared)
+            + l2_kept(dev, (mean + spread) * resident + shared)) / 2
+    return lines, kept
+
+
+def reread_miss_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int, traffic: Traffic,
+                      units: float) -> float:
+    """DRAM bytes of the lines a warp loads a second time that L2 no longer holds. The
+    declared bytes count each byte once. A line loaded again right after the warp loaded it
+    (ptxsim's near re-reads: a row that does not start on a 128-B line has each load straddle
+    two lines) hits and is left out: counted, llm.c's online softmax at C = 50,257 read 2.9x
+    its input from DRAM where Nsight Compute measured 2.0x (bench/results/h200-softmax-ncu).
+    A missed line brings the sectors the load touches in it (ptxsim's far_reread_sectors),
+    not all four: on a row off its lines a warp load of 128 B touches 4 sectors of one line
+    and 1 of the next."""
+    lines, kept = far_kept(dev, occ, grid_blocks, traffic)
+    if lines <= 0:
+        return 0.0
+    return units * traffic.far_reread_sectors * 32.0 * (1 - kept)
+
+
+def rewrite_miss_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int,
+                       traffic: Traffic, units: float) -> float:
+    """DRAM bytes written a second time: sectors the warp stores again after L2 let the first
+    store's go (the same law as a re-read, at their mean distance)."""
+    if traffic.far_rewrite_sectors <= 0:
+        return 0.0
+    warps = max(occ.warps_per_block, 1)
+    resident = min(grid_blocks, max(occ.active_blocks_per_sm, 1) * dev.sm_count) * warps
+    footprint = traffic.far_rewrite_distance / traffic.far_rewrite_sectors * resident \
+        + traffic.shared_bytes
+    return units * traffic.far_rewrite_sectors * 32.0 * (1 - l2_kept(dev, footprint))
+
+
+def read_back_share(blocks_per_sm: float) -> float:
+    """READ_BACK_BY_BLOCKS at this many resident blocks an SM."""
+    pts = READ_BACK_BY_BLOCKS
+    if blocks_per_sm <= pts[0][0]:
+        return pts[0][1]
+    for (b0, p0), (b1, p1) in zip(pts, pts[1:], strict=False):
+        if blocks_per_sm <= b1:
+            return p0 + (p1 - p0) * math.log2(blocks_per_sm / b0) / math.log2(b1 / b0)
+    return pts[-1][1]
+
+
+def read_back_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int, traffic: Traffic,
+                    units: float) -> float:
+    """DRAM bytes read back for the sectors the warp's stores leave open for another warp."""
+    if traffic.open_store_sectors <= 0:
+        return 0.0
+    blocks = occ.resident_blocks(grid_blocks, dev.sm_count)
+    return units * traffic.open_store_sectors * 32.0 * read_back_share(blocks)
+
+
+def l2_reread_share(dev: Device, occ: OccupancyResult, grid_blocks: int,
+                    traffic: Traffic) -> float:
+    """The share of the warp's global load lines that load again a line L2 still holds: its
+    near re-reads, and the share of its far ones L2 keeps (reread_miss_bytes' complement)."""
+    if not traffic.global_load_lines:
+        return 0.0
+    lines, kept = far_kept(dev, occ, grid_blocks, traffic)
+    return min(1.0, (traffic.near_reread_lines + lines * kept) / traffic.global_load_lines)
