@@ -49,6 +49,11 @@ def test_distinct_counts_each_sector_once_since_a_moment() -> None:
             assert d.since(moment) == pytest.approx(want)
     assert len(d.tree) > 1024
     assert d.since(d.now) == 0
+    # bytes another warp touches too weigh nothing: a sector half foreign weighs a half
+    f = Distinct({1: 0xFFFF, 2: (1 << 32) - 1})
+    start = f.touch({0: (1 << 32) - 1})
+    f.touch({1: (1 << 32) - 1, 2: (1 << 32) - 1, 3: 0xFF})
+    assert f.since(start) == pytest.approx(0.5 + 0.0 + 0.25)
 
 
 def test_l2_keeps_every_reread_until_its_share_of_the_l2_then_none() -> None:
@@ -63,9 +68,10 @@ def test_l2_keeps_every_reread_until_its_share_of_the_l2_then_none() -> None:
 
 
 def test_rereads_at_two_distances_are_kept_each_at_its_own() -> None:
-    """A softmax re-reads its input one pass after it read it and its output two passes after:
-    the same mean distance taken alone would put both where L2 keeps half; at their own
-    distances one is kept, the other lost (half the lines in all)."""
+    """A warp's re-reads at two distances, one where L2 keeps everything and one where it
+    keeps nothing: the same mean distance taken alone would put both where L2 keeps half;
+    at their own distances one is kept, the other lost (half the lines in all). Bytes every
+    warp reads (`shared_bytes`) add once to the footprint."""
     h200 = load_device("h200")
     occ = solve(h200, 256, 24, 0, 8)  # 8 blocks of 8 warps an SM
     resident = 8 * 8 * h200.sm_count
@@ -80,6 +86,9 @@ def test_rereads_at_two_distances_are_kept_each_at_its_own() -> None:
     assert far_kept(h200, occ, 10 ** 6, same) == (2.0, pytest.approx(mid))
     # a grid smaller than the GPU holds puts only its own warps between
     assert far_kept(h200, occ, 10, spread)[1] == 1.0
+    # a table every warp reads, as large as the L2: counted once, it tips the near ones over
+    table = replace(spread, shared_bytes=float(c))
+    assert far_kept(h200, occ, 10 ** 6, table) == (2.0, 0.0)
     # none far: nothing to lose
     assert far_kept(h200, occ, 10 ** 6, _traffic()) == (0.0, 1.0)
     # a miss brings the sectors the loads touched in the line, 3 of its 4 here
@@ -136,6 +145,10 @@ extern "C" __global__ void weighted(float* out, const float* in, const float* w,
     for (int i = threadIdx.x; i < n; i += 32) s += x[i] * w[i];
     out[blockIdx.x * 32 + threadIdx.x] = s;
 }
+// lane l writes every 32nd float: 4 B of a sector each, no sector whole
+extern "C" __global__ void scatter(float* out, const float* in, int n, int step) {
+    for (int i = 0; i < n; i += step) out[(i + threadIdx.x) * 32] = in[i + threadIdx.x];
+}
 extern "C" __global__ void rewrite(float* out, const float* in, int n, int step) {
     for (int i = 0; i < n; i += step) out[i + threadIdx.x] = in[i + threadIdx.x];
     for (int i = 0; i < n; i += step) out[i + threadIdx.x] *= 2.0f;
@@ -189,6 +202,14 @@ def test_stores_leave_open_only_the_sectors_another_warp_completes(tmp_path: Pat
     assert strided.open_store_sectors == 2 * 200
     aligned = run_warp(ptx, "rows", [a, b, n, 32], (32,), (1,), whole=True)
     assert aligned.open_store_sectors == 0
+    # the same parts written again (the copy scaled in place) are left open again: a second
+    # partial write for the other warp to complete, where the first may already be gone
+    again = run_warp(ptx, "rewrite", [a + 4, b, 2 * n, 64], (32,), (1,), whole=True)
+    assert (again.global_stores, again.open_store_sectors) == (2 * 200, 2 * 2 * 200)
+    own = run_warp(ptx, "rewrite", [a + 4, b, n, 32], (32,), (1,), whole=True)
+    assert own.open_store_sectors == 2 * 2  # the row's two ends, each pass
+    scattered = run_warp(ptx, "scatter", [a, b, n, 32], (32,), (1,), whole=True)
+    assert scattered.partial_store_sectors == 32 * 200 and scattered.open_store_sectors == 0
 
 
 def test_a_row_written_twice_far_apart_is_written_twice(tmp_path: Path) -> None:
@@ -200,10 +221,12 @@ def test_a_row_written_twice_far_apart_is_written_twice(tmp_path: Path) -> None:
     ptx = _row_ptx(tmp_path)
     a, b = ARRAY_STRIDE, 2 * ARRAY_STRIDE
     n = 32 * 200
-    t = run_warp(ptx, "rewrite", [a, b, n, 32], (32,), (1,), whole=True)
-    assert t.complete and t.far_rewrite_sectors == pytest.approx(n * 4 / 32)
-    mean = t.far_rewrite_distance / t.far_rewrite_sectors
-    assert 1.45 * n * 4 < mean < 1.55 * n * 4
+    for offset in (0, 4, 68):  # on its sectors, and off them (each store's last sector
+        # completed by the next store: its bytes at the far touch's distance, not the near)
+        t = run_warp(ptx, "rewrite", [a + offset, b, n, 32], (32,), (1,), whole=True)
+        assert t.complete and t.far_rewrite_sectors == pytest.approx(n * 4 / 32)
+        mean = t.far_rewrite_distance / t.far_rewrite_sectors
+        assert 1.45 * n * 4 < mean < 1.55 * n * 4, offset
 
 
 def test_read_backs_follow_the_blocks_an_sm_holds() -> None:
@@ -261,3 +284,23 @@ def test_what_every_warp_reads_is_not_in_one_warps_footprint(tmp_path: Path) -> 
     row = 4 * n
     assert alone.far_rereads[1] / alone.far_rereads[0] == pytest.approx(2 * row, rel=0.02)
     assert told.far_rereads[1] / told.far_rereads[0] == pytest.approx(row, rel=0.02)
+
+
+def test_the_sample_holds_what_every_warp_reads_once(tmp_path: Path) -> None:
+    """traffic.warp_traffic on a warp per row whose passes read a table every warp reads: the
+    sample's second warp (the next block's) and the first, run again, leave the table out
+    of their distances, and the table's bytes are the sample's shared_bytes."""
+    from occupancy.build.compilers import make_build
+    from occupancy.tune.ptxsim import ARRAY_STRIDE
+    from occupancy.tune.traffic import warp_traffic
+
+    need_nvcc()
+    src = tmp_path / "rows.cu"
+    src.write_text(ROW_KERNELS)
+    build = make_build(src, "sm_90")
+    a, b, c = ARRAY_STRIDE, 2 * ARRAY_STRIDE, 3 * ARRAY_STRIDE
+    n = 32 * 64
+    t = warp_traffic(build, "weighted", [a, b, c, n], (32,), (8,), 32, whole=True)
+    assert t is not None and t.complete
+    assert t.shared_bytes == 4 * n
+    assert t.far_rereads[1] / t.far_rereads[0] == pytest.approx(4 * n, rel=0.02)

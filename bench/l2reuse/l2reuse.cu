@@ -8,8 +8,9 @@
 //           reads the warp reads its whole row (C * 4 bytes); every resident warp of the GPU
 //           does as much, so the footprint is resident warps x C x 4.
 //   MODE 1: the same first pass, then a pass that reads the row and writes it scaled, then a
-//           pass that reads the output back: the third pass's re-read has the row read and
-//           written in between (2 x C x 4 bytes a warp), half of it stores.
+//           pass that reads the output back: each re-read (of the input in the second pass,
+//           of the output in the third) has between one and two rows of distinct bytes in
+//           between by where its line sits, 1.5 rows (C x 6 bytes) a warp on average.
 // Each warp writes its sums to sums[row] (MODE 0) or the scaled row and the sum (MODE 1).
 // `pad` bytes of dynamic shared memory a block, never used, hold fewer blocks on an SM.
 template <int MODE>

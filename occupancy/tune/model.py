@@ -211,7 +211,7 @@ def l1_reread_loads(dev: Device, occ: OccupancyResult, grid_blocks: int,
         return 0.0
     per_sm = occ.resident_blocks(grid_blocks, dev.sm_count)
     footprint = traffic.reread_distance / traffic.reread_lines * per_sm * max(occ.warps_per_block, 1) \
-        + traffic.shared_bytes  # what every warp reads (ptxsim leaves it out of each one's)
+        + traffic.shared_bytes  # what every warp reads, once (ptxsim's sample: traffic.py)
     if footprint > l1:
         return 0.0
     return min(traffic.global_loads,

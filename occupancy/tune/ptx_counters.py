@@ -71,10 +71,13 @@ class Traffic:
     # has its loads straddle two lines, the second loaded again by the next load)
     near_reread_lines: float = 0.0
     near_reread_distance: float = 0.0
-    # the far ones' squared distances, summed: their spread (a softmax re-reads its input
-    # after one pass over the row and its output after two)
+    # the far ones' squared distances, summed: their spread (a warp that reads its row, then
+    # reads and writes it, then reads the output back re-reads each line between one row
+    # and two rows apart, 1.5 on average, by where the line sits in the row)
     far_reread_sq: float = 0.0
-    # and the 32-B sectors those loads touch in their far re-read lines: what a miss brings
+    # and the 32-B sectors the warp's loads touch that it touched further back than a near
+    # re-read (decided per sector, by its share of bytes; the lines above, per line): what
+    # a miss brings
     far_reread_sectors: float = 0.0
     # sectors the warp stores again, further back than a near re-read from its last store to
     # them (a softmax writes its output, then scales it in place), and their summed

@@ -144,8 +144,8 @@ class Warp:
         self.open_ends: dict[int, int] = {}
         self.stored: dict[int, int] = {}  # sector -> the moment the warp last stored to it
         # sector -> the bytes of its current far touch, by load and by store (_far)
-        self.far_loaded: dict[int, int] = {}
-        self.far_stored: dict[int, int] = {}
+        self.far_loaded: dict[int, tuple[int, float]] = {}
+        self.far_stored: dict[int, tuple[int, float]] = {}
         # each global access counted, as count_global's arguments, where a skip-ahead may
         # replay them (ptx_skip); None: not noted
         self.events: list[GlobalAccess] | None = None
@@ -298,14 +298,15 @@ class Warp:
          self.far_stored) = state
 
     def _far(self, masks: Mapping[int, int], then: Mapping[int, int],
-             episode: dict[int, int]) -> tuple[float, float]:
+             episode: dict[int, tuple[int, float]]) -> tuple[float, float]:
         """(sectors, summed distance) of the access's far touches: the sectors it touches
         that the warp touched (`then`: their last moments) further back than a near
         re-read, each by the share of its bytes the warp touches; a sector the warp then
-        touches again near (`episode`: the bytes of its far touch so far) adds the bytes it
-        had not touched. A sector the neighbouring warp shares (the end of a warp load on a
-        row off its lines) counts its part, and one the warp fills itself, all of it: what
-        a miss brings from DRAM, split among the warps that use it."""
+        touches again near (`episode`: the bytes of its far touch so far, and how far back
+        that touch reached) adds the bytes it had not touched, at that far touch's distance.
+        A sector the neighbouring warp shares (the end of a warp load on a row off its
+        lines) counts its part, and one the warp fills itself, all of it: what a miss
+        brings from DRAM, split among the warps that use it."""
         share = apart = 0.0
         for sector, mask in masks.items():
             moment = then.get(sector)
@@ -313,31 +314,37 @@ class Warp:
                 continue
             d = 32.0 * self.reuse.since(moment)
             if d > NEAR_REREAD_BYTES:
-                episode[sector] = mask
+                episode[sector] = (mask, d)
                 share += mask.bit_count() / 32
                 apart += d * mask.bit_count() / 32
             elif sector in episode:
-                new = mask & ~episode[sector]
-                episode[sector] |= mask
+                seen, far = episode[sector]
+                new = mask & ~seen
+                episode[sector] = (seen | mask, far)
                 share += new.bit_count() / 32
-                apart += d * new.bit_count() / 32
+                apart += far * new.bit_count() / 32
         return share, apart
 
     def _close_ends(self, masks: Mapping[int, int]) -> None:
         """A store (its sectors' byte masks): the open ends it completes close; where it
-        fills a whole sector, its own partly written ones (its ends) open, unless already
-        complete."""
+        fills a whole sector, its own partly written ones (its ends) open, and an open end
+        it writes the same part of again opens a second time (the warp's earlier stores to
+        a sector that is not open are not looked at)."""
         c = self.counters
         full = (1 << 32) - 1
         opens = full in masks.values()  # a store that fills a whole sector opens its ends
         for sector, mask in masks.items():
             if sector in self.open_ends:
-                mask |= self.open_ends[sector]
-                if mask == full:
+                before = self.open_ends[sector]
+                if mask | before == full:
                     del self.open_ends[sector]
                     c[COUNTER["open_store_sectors"]] -= 1
+                elif opens and not mask & ~before:
+                    # the same part written again (a softmax scaling its output in place):
+                    # left for the other warp a second time
+                    c[COUNTER["open_store_sectors"]] += 1
                 else:
-                    self.open_ends[sector] = mask
+                    self.open_ends[sector] = mask | before
             elif opens and mask != full:
                 self.open_ends[sector] = mask
                 c[COUNTER["open_store_sectors"]] += 1

@@ -10,8 +10,9 @@ that reads rows twice (bench/results/h200-l2reuse: 16-64 warps an SM, footprints
 the DRAM bytes Nsight Compute counted): all of them up to 0.62 of its L2, none from 1.06, in
 proportion between. An LRU cache walked cyclically over more than it holds keeps nothing, and
 the H200's starts losing them well before it is full. The re-reads of one warp are not all as
-far apart (a softmax re-reads its input after one pass over the row and its output after
-two): the share is taken at their mean distance less and plus its spread, half each.
+far apart (a softmax that reads its row, reads and writes it, then reads the output back
+re-reads each line between one row and two apart, by where the line sits): the share is
+taken at their mean distance less and plus its spread, half each.
 
 A store that leaves a 32-B sector partly written for another warp to complete (the ends of
 a warp's 128 B on a row off its lines, where the block's next warp writes the rest) costs a
@@ -41,7 +42,11 @@ L2_KEPT_TO = 1.06
 # open sectors a warp store (bench/results/h200-blockrow/curve, blocks of 64-1,024 at their
 # own occupancy, 64 warps an SM, no shared memory). Between the counts measured, linear in
 # log2(blocks); outside, the nearest. With shared memory taking most of the L1 the same
-# copy read back 0.2-0.4 of these at 8-16 blocks (the curve's other rows): not priced.
+# copy read back a third to a half of these at 8-16 blocks (the curve's other rows): not
+# priced. The copy's rows start 4 B further into a sector each (one in eight on a sector
+# boundary, leaving nothing open): ptxsim's sample is one block's rows, so a kernel whose
+# sampled row sits on a boundary is priced no read-back, and one whose sampled row does not,
+# 8/7 of the mean.
 READ_BACK_BY_BLOCKS = ((2, 0.01), (4, 0.14), (8, 0.54), (16, 1.07), (32, 0.99))
 
 
@@ -77,9 +82,8 @@ def reread_miss_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int, traff
     (ptxsim's near re-reads: a row that does not start on a 128-B line has each load straddle
     two lines) hits and is left out: counted, llm.c's online softmax at C = 50,257 read 2.9x
     its input from DRAM where Nsight Compute measured 2.0x (bench/results/h200-softmax-ncu).
-    A missed line brings the sectors the load touches in it (ptxsim's far_reread_sectors),
-    not all four: on a row off its lines a warp load of 128 B touches 4 sectors of one line
-    and 1 of the next."""
+    A miss brings the sectors the loads touch (ptxsim's far_reread_sectors), not whole
+    lines: on a row off its lines a warp load of 128 B touches 5 sectors across two lines."""
     lines, kept = far_kept(dev, occ, grid_blocks, traffic)
     if lines <= 0:
         return 0.0
