@@ -7,7 +7,9 @@ float64. Inputs are drawn on the GPU (normal). `--once`: every point launched on
 for Nsight Compute's byte counts; `--table CSV`: those counts per point, with the DRAM bytes
 read over the array's (1 + the share of the second pass's reads that missed L2, MODE 0), from
 ncu's output with the --once lines in it (run.sh writes both).
-Usage: python bench/l2reuse/l2reuse.py [--once] > l2reuse.txt"""
+`--waves`: instead, MODE 0 on grids of 1, 2 and 4 rounds of the resident warps (the
+main sweep's are 17-180 rounds), to see whether few waves keep more.
+Usage: python bench/l2reuse/l2reuse.py [--once] [--waves] > l2reuse.txt"""
 
 from __future__ import annotations
 
@@ -28,6 +30,23 @@ BLOCK = 256
 PADS = (0, 70_000, 100_000)
 FOOTPRINTS_MB = (8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128, 192)
 TOTAL_BYTES = 1 << 30  # the array: many rows per resident warp, ~17x the L2
+
+
+WAVES = (1, 2, 4)  # --waves: grids of this many rounds of resident warps
+WAVE_FOOTPRINTS_MB = (32, 40, 48, 56, 64, 72, 96)
+
+
+def wave_points(sms: int, warps_per_sm: dict[int, int]) -> list[tuple[int, int, int, int]]:
+    """--waves: MODE 0 at 64 and 16 warps an SM with grids of WAVES rounds of rows (a row a
+    resident warp a round), footprints WAVE_FOOTPRINTS_MB."""
+    out = []
+    for pad in (PADS[0], PADS[-1]):
+        w = warps_per_sm[pad]
+        for waves in WAVES:
+            for f in WAVE_FOOTPRINTS_MB:
+                c = max(32, round(f * 1e6 / (w * sms * 4) / 32) * 32)
+                out.append((0, pad, c, waves * w * sms))
+    return out
 
 
 def points(sms: int, warps_per_sm: dict[int, int]) -> list[tuple[int, int, int, int]]:
@@ -78,7 +97,8 @@ def main() -> None:
             raise SystemExit(f"modes differ in occupancy at pad {pad}: {blocks}")
         warps[pad] = blocks[0] * BLOCK // 32
     rng = cp.random.default_rng(11)
-    for mode, pad, c, n in points(sms, warps):
+    chosen = wave_points(sms, warps) if "--waves" in sys.argv else points(sms, warps)
+    for mode, pad, c, n in chosen:
         inp = rng.standard_normal((n, c), dtype=np.float32)
         out = cp.full((n, c), np.nan, dtype=np.float32) if mode else cp.empty((1, 1), np.float32)
         sums = cp.full(2 * n, np.nan, dtype=np.float32)
