@@ -88,7 +88,6 @@ def _fbits(word: str) -> float:
     return struct.unpack(">d", bytes.fromhex(word[2:].rjust(16, "0")))[0]
 
 
-
 def sector_masks(addrs: Sequence[int], width: int) -> dict[int, int]:
     """Per 32-B sector an access touches, the bytes its lanes touch in it (bit b: byte b)."""
     masks: dict[int, int] = {}
@@ -97,6 +96,7 @@ def sector_masks(addrs: Sequence[int], width: int) -> dict[int, int]:
             lo, hi = max(a, sector * 32) - sector * 32, min(a + width, sector * 32 + 32) - sector * 32
             masks[sector] = masks.get(sector, 0) | ((1 << (hi - lo)) - 1) << lo
     return masks
+
 
 class Warp:
     """The lanes of warp `warp` of the block at `block_index`: their registers, the launch's
