@@ -77,11 +77,11 @@ def test_rereads_at_two_distances_are_kept_each_at_its_own() -> None:
     resident = 8 * 8 * h200.sm_count
     c = h200.l2_cache_bytes
     near_d, far_d = 0.4 * c / resident, 1.3 * c / resident  # footprints 0.4 and 1.3 of L2
-    spread = _traffic(reread_lines=2.0, reread_distance=near_d + far_d,
-                      far_reread_sq=near_d ** 2 + far_d ** 2)
+    spread = _traffic(reread_lines=2.0, far_l2_distance=near_d + far_d,
+                      far_l2_sq=near_d ** 2 + far_d ** 2)
     assert far_kept(h200, occ, 10 ** 6, spread) == (2.0, pytest.approx(0.5))
-    same = _traffic(reread_lines=2.0, reread_distance=near_d + far_d,
-                    far_reread_sq=2 * ((near_d + far_d) / 2) ** 2)
+    same = _traffic(reread_lines=2.0, far_l2_distance=near_d + far_d,
+                    far_l2_sq=2 * ((near_d + far_d) / 2) ** 2)
     mid = l2_kept(h200, (near_d + far_d) / 2 * resident)
     assert far_kept(h200, occ, 10 ** 6, same) == (2.0, pytest.approx(mid))
     # a grid smaller than the GPU holds puts only its own warps between
@@ -93,7 +93,7 @@ def test_rereads_at_two_distances_are_kept_each_at_its_own() -> None:
     assert far_kept(h200, occ, 10 ** 6, _traffic()) == (0.0, 1.0)
     # a miss brings the sectors the loads touched in the line, 3 of its 4 here
     assert reread_miss_bytes(h200, occ, 10 ** 6, _traffic(
-        reread_lines=2.0, reread_distance=near_d + far_d, far_reread_sq=near_d ** 2 + far_d ** 2,
+        reread_lines=2.0, far_l2_distance=near_d + far_d, far_l2_sq=near_d ** 2 + far_d ** 2,
         far_reread_sectors=6.0), 10.0) == pytest.approx(10 * 6 * 32 * 0.5)
 
 
@@ -148,6 +148,16 @@ extern "C" __global__ void weighted(float* out, const float* in, const float* w,
 // lane l writes every 32nd float: 4 B of a sector each, no sector whole
 extern "C" __global__ void scatter(float* out, const float* in, int n, int step) {
     for (int i = 0; i < n; i += step) out[(i + threadIdx.x) * 32] = in[i + threadIdx.x];
+}
+// the same passes over a row as a layernorm's: two that read it, one that reads it again and
+// writes the output, streaming (__stcs) or plain
+extern "C" __global__ void passes3(float* out, const float* in, int n, int streaming) {
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < n; i += 32) s += in[i];
+    for (int i = threadIdx.x; i < n; i += 32) s += in[i] * in[i];
+    for (int i = threadIdx.x; i < n; i += 32) {
+        if (streaming) __stcs(out + i, in[i] * s); else out[i] = in[i] * s;
+    }
 }
 extern "C" __global__ void rewrite(float* out, const float* in, int n, int step) {
     for (int i = 0; i < n; i += step) out[i + threadIdx.x] = in[i + threadIdx.x];
@@ -304,3 +314,22 @@ def test_the_sample_holds_what_every_warp_reads_once(tmp_path: Path) -> None:
     assert t is not None and t.complete
     assert t.shared_bytes == 4 * n
     assert t.far_rereads[1] / t.far_rereads[0] == pytest.approx(4 * n, rel=0.02)
+
+
+def test_streaming_stores_take_no_room_in_l2(tmp_path: Path) -> None:
+    """A layernorm's passes: the third reads the row again and writes the output. Written
+    with __stcs (PTX st.global.cs, evict first), the output adds nothing to the re-reads'
+    distances as L2 sees them (far_l2_distance), where L1's (reread_distance) keep it;
+    written plainly, both count it."""
+    from occupancy.tune.ptxsim import ARRAY_STRIDE, run_warp
+
+    ptx = _row_ptx(tmp_path)
+    a, b = ARRAY_STRIDE, 2 * ARRAY_STRIDE
+    n = 32 * 64
+    plain = run_warp(ptx, "passes3", [a, b, n, 0], (32,), (1,), whole=True)
+    stream = run_warp(ptx, "passes3", [a, b, n, 1], (32,), (1,), whole=True)
+    assert plain.far_rereads == stream.far_rereads
+    assert plain.far_l2_distance == pytest.approx(plain.far_rereads[1])
+    assert stream.far_l2_distance < 0.9 * stream.far_rereads[1]
+    row = 4 * n  # the input's row alone between a line's two reads, in L2's view
+    assert stream.far_l2_distance / stream.far_rereads[0] == pytest.approx(row, rel=0.02)

@@ -984,9 +984,11 @@ def test_a_unit_across_phases_waits_once_per_batch_of_its_loads() -> None:
     dev = load_device("h200")
     occ = solve(dev, 128, 32)
     near = counts | {"near_reread_lines": 10.0, "reread_lines": 30.0}
-    held = Traffic(False, 32, **(near | {"reread_distance": 20 * 1024.0}))
+    held = Traffic(False, 32, **(near | {"reread_distance": 20 * 1024.0,
+                                         "far_l2_distance": 20 * 1024.0}))
     assert l2_reread_share(dev, occ, dev.sm_count, held) == pytest.approx(30 / 40)
-    lost = Traffic(False, 32, **(near | {"reread_distance": 20 * 2.0 ** 20}))
+    lost = Traffic(False, 32, **(near | {"reread_distance": 20 * 2.0 ** 20,
+                                         "far_l2_distance": 20 * 2.0 ** 20}))
     grid = 32 * dev.sm_count
     assert l2_reread_share(dev, occ, grid, lost) == pytest.approx(10 / 40)
 

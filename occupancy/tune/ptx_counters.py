@@ -14,13 +14,13 @@ FIELDS = ("steps", "flops", "ffma", "shared_wavefronts", "shared_ideal", "shared
           "global_stores", "global_store_lines", "global_store_sectors",
           "partial_store_sectors", "barriers", "load_cover", "covered_loads",
           "reread_lines", "reread_distance", "near_reread_lines", "near_reread_distance",
-          "far_reread_sq", "far_reread_sectors", "far_rewrite_sectors", "far_rewrite_distance",
-          "open_store_sectors")
+          "far_reread_sq", "far_l2_distance", "far_l2_sq", "far_reread_sectors",
+          "far_rewrite_sectors", "far_rewrite_distance", "open_store_sectors")
 COUNTER = {f: i for i, f in enumerate(FIELDS)}  # a counter's place in a run's list of them
 # the last fields: where lines and sectors meet again, not work an iteration must repeat
 REUSE = ("reread_lines", "reread_distance", "near_reread_lines", "near_reread_distance",
-         "far_reread_sq", "far_reread_sectors", "far_rewrite_sectors", "far_rewrite_distance",
-         "open_store_sectors")
+         "far_reread_sq", "far_l2_distance", "far_l2_sq", "far_reread_sectors",
+         "far_rewrite_sectors", "far_rewrite_distance", "open_store_sectors")
 assert FIELDS[-len(REUSE):] == REUSE
 
 
@@ -75,6 +75,11 @@ class Traffic:
     # reads and writes it, then reads the output back re-reads each line between one row
     # and two rows apart, 1.5 on average, by where the line sits in the row)
     far_reread_sq: float = 0.0
+    # the same far re-reads' distances (and squares) as L2 sees them: streaming stores
+    # (.cs, __stcs: the first lines L2 evicts) take no room there; L1, where stores are
+    # not kept, is judged on the distances above (model.l1_reread_loads)
+    far_l2_distance: float = 0.0
+    far_l2_sq: float = 0.0
     # and the 32-B sectors the warp's loads touch that it touched further back than a near
     # re-read (decided per sector, by its share of bytes; the lines above, per line): what
     # a miss brings
@@ -99,13 +104,14 @@ class Traffic:
                 self.reread_distance - self.near_reread_distance)
 
     @property
-    def far_spread(self) -> float:
-        """The standard deviation of the far re-reads' distances (0 without two of them)."""
-        lines, distance = self.far_rereads
+    def far_l2(self) -> tuple[float, float]:
+        """(mean, standard deviation) of the far re-reads' distances as L2 sees them (0, 0
+        without any)."""
+        lines = self.far_rereads[0]
         if lines <= 0:
-            return 0.0
-        mean = distance / lines
-        return math.sqrt(max(0.0, self.far_reread_sq / lines - mean * mean))
+            return 0.0, 0.0
+        mean = self.far_l2_distance / lines
+        return mean, math.sqrt(max(0.0, self.far_l2_sq / lines - mean * mean))
 
     @property
     def cover(self) -> float:

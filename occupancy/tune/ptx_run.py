@@ -68,7 +68,7 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
         where[0] = min(where[0] + 1, max(0, grid[0] - 1))
     w = Warp(k, _param_values(k, params), block, where, grid, banks, warp, unroll, merge)
     if foreign:
-        w.reuse = Distinct(foreign)
+        w.reuse, w.reuse_l2 = Distinct(foreign), Distinct(foreign)
     walk = _LockStep(w, whole)
     finished = walk.run()
     at_max = not finished and walk.steps - walk.skipped >= MAX_STEPS

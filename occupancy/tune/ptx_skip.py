@@ -132,7 +132,7 @@ class Template:
     shared: dict[int, list[int]]
     pending: frozenset[str]
     rows: dict[int, int]
-    events: list[tuple[list[int], list[int], int, bool, bool | None]]
+    events: list[tuple[list[int], list[int], int, bool, bool | None, bool]]
     limit: int
 
 
@@ -201,16 +201,16 @@ def _reissued(a: dict[str, float], b: dict[str, float], c: dict[str, float], ste
 
 
 def _accesses(first: list[GlobalAccess], second: list[GlobalAccess]
-              ) -> list[tuple[list[int], list[int], int, bool, bool | None]] | None:
+              ) -> list[tuple[list[int], list[int], int, bool, bool | None, bool]] | None:
     """The second iteration's global accesses with each lane's step from the first; None
     where the two iterations' accesses differ in kind or number."""
     if len(first) != len(second):
         return None
     out = []
-    for (p, w1, s1, t1), (q, w2, s2, t2) in zip(first, second, strict=True):
-        if (w1, s1, t1) != (w2, s2, t2) or len(p) != len(q):
+    for (p, w1, s1, t1, c1), (q, w2, s2, t2, c2) in zip(first, second, strict=True):
+        if (w1, s1, t1, c1) != (w2, s2, t2, c2) or len(p) != len(q):
             return None
-        out.append((q, [y - x for x, y in zip(p, q, strict=True)], w2, s2, t2))
+        out.append((q, [y - x for x, y in zip(p, q, strict=True)], w2, s2, t2, c2))
     return out
 
 
@@ -385,8 +385,9 @@ class Skipper:
         assert w.events is not None
         got = w.events[m.events:]
         return len(got) == len(tpl.events) and all(
-            (g[0], g[1], g[2], g[3]) == ([a + k * s for a, s in zip(e[0], e[1], strict=True)],
-                                         e[2], e[3], e[4]) for g, e in zip(got, tpl.events, strict=True))
+            (g[0], g[1], g[2], g[3], g[4]) == ([a + k * s for a, s in zip(e[0], e[1], strict=True)],
+                                               e[2], e[3], e[4], e[5])
+            for g, e in zip(got, tpl.events, strict=True))
 
     def _jump(self, tpl: Template, n: int) -> None:
         """Put the run n iterations on: registers, issue steps of the loads in flight, the
@@ -402,9 +403,9 @@ class Skipper:
             events, w.events = w.events, None
             try:
                 for j in range(1, n + 1):
-                    for addrs, step, width, store, atomic in tpl.events:
+                    for addrs, step, width, store, atomic, streaming in tpl.events:
                         w.count_global([a + j * s for a, s in zip(addrs, step, strict=True)],
-                                       width, store, atomic)
+                                       width, store, atomic, streaming)
             finally:
                 w.events = events
         walk.steps += n * tpl.steps

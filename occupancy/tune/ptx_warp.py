@@ -25,8 +25,9 @@ MAX_ATOMIC_LOG = 1024  # lane atomics whose addresses a run keeps (run_warp's at
 # as far: 1 KB is the bound every profile holds, not each GPU's own.
 NEAR_REREAD_BYTES = 1024
 WARP = 32
-# count_global's arguments: lane addresses, bytes per lane, store, atomic (float or not)
-GlobalAccess = tuple[list[int], int, bool, bool | None]
+# count_global's arguments: lane addresses, bytes per lane, store, atomic (float or not),
+# streaming (the .cs cache operator: evict first)
+GlobalAccess = tuple[list[int], int, bool, bool | None, bool]
 # a setp's comparison, the lanes that ran it, and their two operands
 Compare = tuple[Callable[[Any, Any], bool], list[int], list[float | int], list[float | int]]
 
@@ -140,6 +141,7 @@ class Warp:
         self.atomic_log: list[tuple[int, bool]] = []  # (address, floating-point) per lane
         self.line_seen: dict[int, int] = {}  # global line -> the moment the warp last touched it
         self.reuse = Distinct()  # the sectors the warp touched, by moment
+        self.reuse_l2 = Distinct()  # the same less streaming stores (count_global)
         # sectors a store left open at an end (open_store_sectors) -> the bytes written so far
         self.open_ends: dict[int, int] = {}
         self.stored: dict[int, int] = {}  # sector -> the moment the warp last stored to it
@@ -232,12 +234,19 @@ class Warp:
         c[COUNTER["shared_accesses"]] += 1
 
     def count_global(self, addrs: list[int], width: int, store: bool,
-                     atomic: bool | None = None) -> None:
+                     atomic: bool | None = None, streaming: bool = False) -> None:
         """One warp access to global (or local) memory: its lines and sectors, the lines it
         loads again, and, for an atomic (`atomic`: whether floating-point), its lanes'
-        addresses into atomic_log."""
+        addresses into atomic_log. A `streaming` store (PTX's .cs cache operator, CUDA's
+        __stcs: its lines are the first L2 evicts) takes no room in L2 from the lines other
+        accesses will want again: it adds nothing to their distances as L2 sees them
+        (reuse_l2). llm.c's layernorms write their output so, and Nsight Compute found L2
+        keeping their rows where plain stores at the same distances lost them
+        (bench/results/h200-layernorm-ncu against h200-l2reuse). A streaming load (__ldcs)
+        counts as any: softmax 7 reads its input so, and L2 lost its rows at the distances
+        that count them."""
         if self.events is not None:
-            self.events.append((addrs, width, store, atomic))
+            self.events.append((addrs, width, store, atomic, streaming))
         c = self.counters
         lines = {b // 128 for a in addrs for b in (a, a + width - 1)}
         sectors: dict[int, int] = {}
@@ -252,6 +261,7 @@ class Warp:
             c[COUNTER["far_rewrite_sectors"]] += share
             c[COUNTER["far_rewrite_distance"]] += apart
             moment = self.reuse.touch(masks)
+            self.reuse_l2.touch({} if streaming else masks)
             self.stored.update(dict.fromkeys(sectors, moment))
             for line in lines:  # a later load of what the warp wrote is a re-read too
                 self.line_seen[line] = moment
@@ -276,8 +286,12 @@ class Warp:
                         c[COUNTER["near_reread_distance"]] += apart
                     else:
                         c[COUNTER["far_reread_sq"]] += apart * apart
+                        in_l2 = 32.0 * self.reuse_l2.since(seen)
+                        c[COUNTER["far_l2_distance"]] += in_l2
+                        c[COUNTER["far_l2_sq"]] += in_l2 * in_l2
             c[COUNTER["far_reread_sectors"]] += self._far(masks, self.reuse.last, self.far_loaded)[0]
             moment = self.reuse.touch(masks)
+            self.reuse_l2.touch(masks)
             for line in lines:
                 self.line_seen[line] = moment
         if atomic is not None and len(self.atomic_log) + len(addrs) <= MAX_ATOMIC_LOG:
@@ -286,16 +300,17 @@ class Warp:
     def save_reuse(self) -> tuple[Any, ...]:
         """What the warp holds of its past accesses (re-reads, stores, open ends), for a
         probe to put back (ptx_skip), which starts from none of it."""
-        state = (self.line_seen, self.reuse, self.open_ends, self.stored, self.far_loaded,
-                 self.far_stored)
+        state = (self.line_seen, self.reuse, self.reuse_l2, self.open_ends, self.stored,
+                 self.far_loaded, self.far_stored)
         self.line_seen, self.open_ends, self.stored = {}, {}, {}
         self.reuse = Distinct(self.reuse.foreign)
+        self.reuse_l2 = Distinct(self.reuse.foreign)
         self.far_loaded, self.far_stored = {}, {}
         return state
 
     def restore_reuse(self, state: tuple[Any, ...]) -> None:
-        (self.line_seen, self.reuse, self.open_ends, self.stored, self.far_loaded,
-         self.far_stored) = state
+        (self.line_seen, self.reuse, self.reuse_l2, self.open_ends, self.stored,
+         self.far_loaded, self.far_stored) = state
 
     def _far(self, masks: Mapping[int, int], then: Mapping[int, int],
              episode: dict[int, tuple[int, float]]) -> tuple[float, float]:
@@ -314,6 +329,7 @@ class Warp:
                 continue
             d = 32.0 * self.reuse.since(moment)
             if d > NEAR_REREAD_BYTES:
+                d = 32.0 * self.reuse_l2.since(moment)  # its distance as L2 sees it
                 episode[sector] = (mask, d)
                 share += mask.bit_count() / 32
                 apart += d * mask.bit_count() / 32
@@ -395,7 +411,7 @@ class Warp:
             return False
         atomic = any(p.startswith(("f", "bf")) for p in ins.parts) \
             if ins.op in ("atom", "red") and space == "global" else None
-        self.count_global(addrs, width, store or ins.op == "atom", atomic)
+        self.count_global(addrs, width, store or ins.op == "atom", atomic, "cs" in ins.parts)
         return True
 
     def across_iterations(self, i: int, ins: Insn, addrs: list[int], width: int) -> bool:

@@ -62,13 +62,14 @@ def l2_kept(dev: Device, footprint: float) -> float:
 def far_kept(dev: Device, occ: OccupancyResult, grid_blocks: int,
              traffic: Traffic) -> tuple[float, float]:
     """(the warp's far re-read lines, the share of them L2 still holds): at the GPU's
-    footprint for their mean distance less and plus its spread, half each."""
-    lines, distance = traffic.far_rereads
+    footprint for their mean distance as L2 sees it (ptxsim's far_l2) less and plus its
+    spread, half each."""
+    lines = traffic.far_rereads[0]
     if lines <= 0:
         return 0.0, 1.0
     warps = max(occ.warps_per_block, 1)
     resident = min(grid_blocks, max(occ.active_blocks_per_sm, 1) * dev.sm_count) * warps
-    mean, spread = distance / lines, traffic.far_spread
+    mean, spread = traffic.far_l2
     shared = traffic.shared_bytes  # what every warp touches, held once (ptxsim's sample)
     kept = (l2_kept(dev, (mean - spread) * resident + shared)
             + l2_kept(dev, (mean + spread) * resident + shared)) / 2
