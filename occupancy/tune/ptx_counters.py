@@ -86,7 +86,8 @@ class Traffic:
     far_reread_sectors: float = 0.0
     # sectors the warp stores again, further back than a near re-read from its last store to
     # them (a softmax writes its output, then scales it in place), and their summed
-    # distances: where L2 wrote the first back before the second, DRAM takes both
+    # distances as L2 sees them (far_l2_distance's): where L2 wrote the first back before
+    # the second, DRAM takes both
     far_rewrite_sectors: float = 0.0
     far_rewrite_distance: float = 0.0
     # 32-B sectors the warp's stores leave partly written for another warp to complete: the

@@ -403,9 +403,9 @@ class Skipper:
             events, w.events = w.events, None
             try:
                 for j in range(1, n + 1):
-                    for addrs, step, width, store, atomic, streaming in tpl.events:
+                    for addrs, step, width, store, atomic, evict_first in tpl.events:
                         w.count_global([a + j * s for a, s in zip(addrs, step, strict=True)],
-                                       width, store, atomic, streaming)
+                                       width, store, atomic, evict_first)
             finally:
                 w.events = events
         walk.steps += n * tpl.steps

@@ -26,7 +26,7 @@ MAX_ATOMIC_LOG = 1024  # lane atomics whose addresses a run keeps (run_warp's at
 NEAR_REREAD_BYTES = 1024
 WARP = 32
 # count_global's arguments: lane addresses, bytes per lane, store, atomic (float or not),
-# streaming (the .cs cache operator: evict first)
+# evict_first (the .cs cache operator)
 GlobalAccess = tuple[list[int], int, bool, bool | None, bool]
 # a setp's comparison, the lanes that ran it, and their two operands
 Compare = tuple[Callable[[Any, Any], bool], list[int], list[float | int], list[float | int]]
@@ -234,19 +234,21 @@ class Warp:
         c[COUNTER["shared_accesses"]] += 1
 
     def count_global(self, addrs: list[int], width: int, store: bool,
-                     atomic: bool | None = None, streaming: bool = False) -> None:
+                     atomic: bool | None = None, evict_first: bool = False) -> None:
         """One warp access to global (or local) memory: its lines and sectors, the lines it
         loads again, and, for an atomic (`atomic`: whether floating-point), its lanes'
-        addresses into atomic_log. A `streaming` store (PTX's .cs cache operator, CUDA's
+        addresses into atomic_log. An `evict_first` store (PTX's .cs cache operator, CUDA's
         __stcs: its lines are the first L2 evicts) takes no room in L2 from the lines other
         accesses will want again: it adds nothing to their distances as L2 sees them
         (reuse_l2). llm.c's layernorms write their output so, and Nsight Compute found L2
         keeping their rows where plain stores at the same distances lost them
         (bench/results/h200-layernorm-ncu against h200-l2reuse). A streaming load (__ldcs)
         counts as any: softmax 7 reads its input so, and L2 lost its rows at the distances
-        that count them."""
+        that count them. Not handled: a load of what the warp itself stored evict-first (the
+        likeliest line to be gone, here taken at L2's short distance), and the other
+        evict-first hints (L2::evict_first, createpolicy)."""
         if self.events is not None:
-            self.events.append((addrs, width, store, atomic, streaming))
+            self.events.append((addrs, width, store, atomic, evict_first))
         c = self.counters
         lines = {b // 128 for a in addrs for b in (a, a + width - 1)}
         sectors: dict[int, int] = {}
@@ -261,7 +263,7 @@ class Warp:
             c[COUNTER["far_rewrite_sectors"]] += share
             c[COUNTER["far_rewrite_distance"]] += apart
             moment = self.reuse.touch(masks)
-            self.reuse_l2.touch({} if streaming else masks)
+            self.reuse_l2.touch({} if evict_first else masks)
             self.stored.update(dict.fromkeys(sectors, moment))
             for line in lines:  # a later load of what the warp wrote is a re-read too
                 self.line_seen[line] = moment
@@ -321,7 +323,9 @@ class Warp:
         that touch reached) adds the bytes it had not touched, at that far touch's distance.
         A sector the neighbouring warp shares (the end of a warp load on a row off its
         lines) counts its part, and one the warp fills itself, all of it: what a miss
-        brings from DRAM, split among the warps that use it."""
+        brings from DRAM, split among the warps that use it. Far or near is judged on all
+        the warp's accesses (reuse); the distance recorded is L2's (reuse_l2, without
+        evict-first stores), for the re-writes' law as for the re-reads'."""
         share = apart = 0.0
         for sector, mask in masks.items():
             moment = then.get(sector)
