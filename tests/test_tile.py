@@ -366,12 +366,12 @@ def test_a_reread_of_the_line_just_loaded_never_reaches_dram() -> None:
     occ = solve(h200, 256, 24, 0, 8)
     row = 1571  # lines of a 201 KB row
     far = {"reread_lines": float(row), "reread_distance": row * 201028.0,
-           "far_reread_sq": row * 201028.0 ** 2, "far_reread_sectors": 6282.0,
+           "far_reread_sectors": 6282.0,
            "far_l2_distance": row * 201028.0, "far_l2_sq": row * 201028.0 ** 2}
     near = {"near_reread_lines": 2.0 * row, "near_reread_distance": 2.0 * row * 256}
     both = _traffic(global_loads=3142.0, global_load_lines=3.0 * row, reread_lines=3.0 * row,
                     reread_distance=far["reread_distance"] + near["near_reread_distance"],
-                    far_reread_sq=far["far_reread_sq"], far_reread_sectors=6282.0,
+                    far_reread_sectors=6282.0,
                     far_l2_distance=far["far_l2_distance"], far_l2_sq=far["far_l2_sq"], **near)
     units = 8192.0
     misses = reread_miss_bytes(h200, occ, 1024, both, units)

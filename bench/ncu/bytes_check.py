@@ -29,6 +29,13 @@ SPACES = {"softmax_forward_kernel4": "llmc-softmax4", "softmax_forward_kernel7":
           "softmax_forward_online_kernel8": "llmc-softmax-online8"}
 
 
+def summary(errors: dict[str, list[float]]) -> None:
+    """Per kernel: its points, and the median and largest |model / measured - 1|."""
+    for kernel, errs in errors.items():
+        print(f"{kernel}: {len(errs)} points, median |model / measured - 1| "
+              f"{statistics.median(abs(e) for e in errs):.1%}, largest {max(abs(e) for e in errs):.1%}")
+
+
 def layernorm(table: Path) -> None:
     """The layernorm check (module docstring): the model's bytes read, its DRAM bytes less
     the declared writes (the output, the means and the reciprocal deviations)."""
@@ -52,9 +59,7 @@ def layernorm(table: Path) -> None:
         model = (cache[key][int(block)] - writes) / one
         errors.setdefault(kernel, []).append(model / measured - 1)
         print(kernel, b, t, c, block, f"{measured:.3f}", f"{model:.3f}", f"{model / measured:.3f}")
-    for kernel, errs in errors.items():
-        print(f"{kernel}: {len(errs)} points, median |model / measured - 1| "
-              f"{statistics.median(abs(e) for e in errs):.1%}, largest {max(abs(e) for e in errs):.1%}")
+    summary(errors)
 
 
 def main() -> None:
@@ -81,9 +86,7 @@ def main() -> None:
         model = cache[key][int(block)] / one
         errors.setdefault(kernel, []).append(model / measured - 1)
         print(kernel, n, c, block, f"{measured:.2f}", f"{model:.2f}", f"{model / measured:.3f}")
-    for kernel, errs in errors.items():
-        print(f"{kernel}: {len(errs)} points, median |model / measured - 1| "
-              f"{statistics.median(abs(e) for e in errs):.1%}, largest {max(abs(e) for e in errs):.1%}")
+    summary(errors)
 
 
 if __name__ == "__main__":

@@ -14,13 +14,13 @@ FIELDS = ("steps", "flops", "ffma", "shared_wavefronts", "shared_ideal", "shared
           "global_stores", "global_store_lines", "global_store_sectors",
           "partial_store_sectors", "barriers", "load_cover", "covered_loads",
           "reread_lines", "reread_distance", "near_reread_lines", "near_reread_distance",
-          "far_reread_sq", "far_l2_distance", "far_l2_sq", "far_reread_sectors",
-          "far_rewrite_sectors", "far_rewrite_distance", "open_store_sectors")
+          "far_l2_distance", "far_l2_sq", "far_reread_sectors", "far_rewrite_sectors",
+          "far_rewrite_distance", "open_store_sectors")
 COUNTER = {f: i for i, f in enumerate(FIELDS)}  # a counter's place in a run's list of them
 # the last fields: where lines and sectors meet again, not work an iteration must repeat
 REUSE = ("reread_lines", "reread_distance", "near_reread_lines", "near_reread_distance",
-         "far_reread_sq", "far_l2_distance", "far_l2_sq", "far_reread_sectors",
-         "far_rewrite_sectors", "far_rewrite_distance", "open_store_sectors")
+         "far_l2_distance", "far_l2_sq", "far_reread_sectors", "far_rewrite_sectors",
+         "far_rewrite_distance", "open_store_sectors")
 assert FIELDS[-len(REUSE):] == REUSE
 
 
@@ -71,11 +71,9 @@ class Traffic:
     # has its loads straddle two lines, the second loaded again by the next load)
     near_reread_lines: float = 0.0
     near_reread_distance: float = 0.0
-    # the far ones' squared distances, summed: their spread (a warp that reads its row, then
-    # reads and writes it, then reads the output back re-reads each line between one row
-    # and two rows apart, 1.5 on average, by where the line sits in the row)
-    far_reread_sq: float = 0.0
-    # the same far re-reads' distances (and squares) as L2 sees them: streaming stores
+    # the far ones' distances as L2 sees them, summed, and their squares (their spread: a
+    # warp that reads its row, then reads and writes it, then reads the output back re-reads
+    # each line between one row and two apart, by where the line sits): streaming stores
     # (.cs, __stcs: the first lines L2 evicts) take no room there; L1, where stores are
     # not kept, is judged on the distances above (model.l1_reread_loads)
     far_l2_distance: float = 0.0

@@ -287,7 +287,6 @@ class Warp:
                         c[COUNTER["near_reread_lines"]] += 1
                         c[COUNTER["near_reread_distance"]] += apart
                     else:
-                        c[COUNTER["far_reread_sq"]] += apart * apart
                         in_l2 = 32.0 * self.reuse_l2.since(seen)
                         c[COUNTER["far_l2_distance"]] += in_l2
                         c[COUNTER["far_l2_sq"]] += in_l2 * in_l2

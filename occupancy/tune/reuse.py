@@ -59,6 +59,13 @@ def l2_kept(dev: Device, footprint: float) -> float:
     return min(1.0, max(0.0, (L2_KEPT_TO - footprint / c) / (L2_KEPT_TO - L2_KEPT_FROM)))
 
 
+def _resident_warps(dev: Device, occ: OccupancyResult, grid_blocks: int) -> int:
+    """The warps the GPU holds at once: every one of them touches as much between two loads
+    of a line as the sampled warp does."""
+    blocks = min(grid_blocks, max(occ.active_blocks_per_sm, 1) * dev.sm_count)
+    return blocks * max(occ.warps_per_block, 1)
+
+
 def far_kept(dev: Device, occ: OccupancyResult, grid_blocks: int,
              traffic: Traffic) -> tuple[float, float]:
     """(the warp's far re-read lines, the share of them L2 still holds): at the GPU's
@@ -67,8 +74,7 @@ def far_kept(dev: Device, occ: OccupancyResult, grid_blocks: int,
     lines = traffic.far_rereads[0]
     if lines <= 0:
         return 0.0, 1.0
-    warps = max(occ.warps_per_block, 1)
-    resident = min(grid_blocks, max(occ.active_blocks_per_sm, 1) * dev.sm_count) * warps
+    resident = _resident_warps(dev, occ, grid_blocks)
     mean, spread = traffic.far_l2
     shared = traffic.shared_bytes  # what every warp touches, held once (ptxsim's sample)
     kept = (l2_kept(dev, (mean - spread) * resident + shared)
@@ -97,8 +103,7 @@ def rewrite_miss_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int,
     store's go (the same law as a re-read, at their mean distance)."""
     if traffic.far_rewrite_sectors <= 0:
         return 0.0
-    warps = max(occ.warps_per_block, 1)
-    resident = min(grid_blocks, max(occ.active_blocks_per_sm, 1) * dev.sm_count) * warps
+    resident = _resident_warps(dev, occ, grid_blocks)
     footprint = traffic.far_rewrite_distance / traffic.far_rewrite_sectors * resident \
         + traffic.shared_bytes
     return units * traffic.far_rewrite_sectors * 32.0 * (1 - l2_kept(dev, footprint))
