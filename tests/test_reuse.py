@@ -208,10 +208,11 @@ def test_stores_leave_open_only_the_sectors_another_warp_completes(tmp_path: Pat
     contiguous = run_warp(ptx, "rows", [a + 4, b, n, 32], (32,), (1,), whole=True)
     assert contiguous.complete and contiguous.partial_store_sectors == 2 * 200
     assert contiguous.open_store_sectors == 2
+    assert contiguous.split_store_sectors == 2 * 200  # every store's ends, completed or not
     strided = run_warp(ptx, "rows", [a + 4, b, 2 * n, 64], (32,), (1,), whole=True)
-    assert strided.open_store_sectors == 2 * 200
+    assert strided.open_store_sectors == strided.split_store_sectors == 2 * 200
     aligned = run_warp(ptx, "rows", [a, b, n, 32], (32,), (1,), whole=True)
-    assert aligned.open_store_sectors == 0
+    assert aligned.open_store_sectors == aligned.split_store_sectors == 0
     # the same parts written again (the copy scaled in place) are left open again: a second
     # partial write for the other warp to complete, where the first may already be gone
     again = run_warp(ptx, "rewrite", [a + 4, b, 2 * n, 64], (32,), (1,), whole=True)
@@ -219,7 +220,8 @@ def test_stores_leave_open_only_the_sectors_another_warp_completes(tmp_path: Pat
     own = run_warp(ptx, "rewrite", [a + 4, b, n, 32], (32,), (1,), whole=True)
     assert own.open_store_sectors == 2 * 2  # the row's two ends, each pass
     scattered = run_warp(ptx, "scatter", [a, b, n, 32], (32,), (1,), whole=True)
-    assert scattered.partial_store_sectors == 32 * 200 and scattered.open_store_sectors == 0
+    assert scattered.partial_store_sectors == 32 * 200
+    assert scattered.open_store_sectors == scattered.split_store_sectors == 0
 
 
 def test_a_row_written_twice_far_apart_is_written_twice(tmp_path: Path) -> None:
@@ -242,20 +244,67 @@ def test_a_row_written_twice_far_apart_is_written_twice(tmp_path: Path) -> None:
 def test_read_backs_follow_the_blocks_an_sm_holds() -> None:
     """The measured shares at their counts, between them linear in log2(blocks), the nearest
     outside; bytes only where stores left sectors open."""
-    from occupancy.tune.reuse import READ_BACK_BY_BLOCKS, read_back_bytes, read_back_share
+    from occupancy.tune.reuse import READ_BACK_BY_BLOCKS, by_blocks, read_back_bytes
 
     for blocks, share in READ_BACK_BY_BLOCKS:
-        assert read_back_share(blocks) == pytest.approx(share)
+        assert by_blocks(READ_BACK_BY_BLOCKS, blocks) == pytest.approx(share)
     (b0, p0), (b1, p1) = READ_BACK_BY_BLOCKS[2:4]
-    assert read_back_share((b0 * b1) ** 0.5) == pytest.approx((p0 + p1) / 2)
-    assert read_back_share(1) == READ_BACK_BY_BLOCKS[0][1]
-    assert read_back_share(64) == READ_BACK_BY_BLOCKS[-1][1]
+    assert by_blocks(READ_BACK_BY_BLOCKS, (b0 * b1) ** 0.5) == pytest.approx((p0 + p1) / 2)
+    assert by_blocks(READ_BACK_BY_BLOCKS, 1) == READ_BACK_BY_BLOCKS[0][1]
+    assert by_blocks(READ_BACK_BY_BLOCKS, 64) == READ_BACK_BY_BLOCKS[-1][1]
     h200 = load_device("h200")
     occ = solve(h200, 128, 32, 0, 0)  # 16 blocks of 128 an SM
     assert occ.active_blocks_per_sm == 16
     assert read_back_bytes(h200, occ, 10 ** 5, _traffic(open_store_sectors=3.0), 10.0) \
-        == pytest.approx(10 * 3 * 32 * read_back_share(16))
+        == pytest.approx(10 * 3 * 32 * by_blocks(READ_BACK_BY_BLOCKS, 16))
     assert read_back_bytes(h200, occ, 10 ** 5, _traffic(), 10.0) == 0.0
+
+
+def test_merging_partial_sectors_costs_dram_time_not_bytes() -> None:
+    """Each end of a split store costs SPLIT_SECTOR_BYTES of DRAM time, one left open for
+    another warp OPEN_SECTOR_BYTES_BY_BLOCKS more at the SM's blocks; the kernel's DRAM bytes
+    (what Nsight Compute counts) stay as they were. The cost is the throughput's: where the
+    warps' loads in flight already bound the time below it, it shows; where they bound it
+    above, it hides in their wait."""
+    from occupancy.tune.model import predict_work
+    from occupancy.tune.reuse import (
+        OPEN_SECTOR_BYTES_BY_BLOCKS,
+        SPLIT_SECTOR_BYTES,
+        by_blocks,
+        store_merge_bytes,
+    )
+
+    h200 = load_device("h200")
+    occ = solve(h200, 128, 32, 0, 0)  # 16 blocks of 128 an SM
+    split = _traffic(split_store_sectors=2.0)
+    both = _traffic(split_store_sectors=2.0, open_store_sectors=2.0)
+    assert store_merge_bytes(h200, occ, 10 ** 5, _traffic(), 10.0) == 0.0
+    assert store_merge_bytes(h200, occ, 10 ** 5, split, 10.0) == 10 * 2 * SPLIT_SECTOR_BYTES
+    assert store_merge_bytes(h200, occ, 10 ** 5, both, 10.0) == pytest.approx(
+        10 * 2 * (SPLIT_SECTOR_BYTES + by_blocks(OPEN_SECTOR_BYTES_BY_BLOCKS, 16)))
+    # a warp of a 128-thread block copying its rows, `n` warp stores of 128 B and as many
+    # loads, all in flight at once (no SASS read: the run's loads are one batch), against the
+    # same with both ends of each store split
+    def copy(n: float, split: float) -> Traffic:
+        return _traffic(global_loads=n, global_load_lines=n, global_load_sectors=4 * n,
+                        load_bytes=128 * n, global_stores=n, global_store_lines=n,
+                        global_store_sectors=4 * n, steps=6 * n, split_store_sectors=split)
+
+    grid = 132 * 16 * 100
+    cost = 2 * SPLIT_SECTOR_BYTES / 256  # the merges against the bytes a store and its load move
+    plain = predict_work(h200, occ, grid, 0.0, 64 * 256.0 * 4 * grid, 32, None, copy(64, 0), 0.5)
+    merged = predict_work(h200, occ, grid, 0.0, 64 * 256.0 * 4 * grid, 32, None,
+                          copy(64, 128), 0.5)
+    assert plain.bound == merged.bound == "dram" and plain.hiding > 0.99
+    assert merged.dram_bytes == plain.dram_bytes
+    assert merged.roofs_ms["dram"] == pytest.approx(plain.roofs_ms["dram"] * (1 + cost))
+    # one load in flight a warp at 2 blocks an SM: the wait is longer than the merges
+    few = solve(h200, 128, 32, 0, 80_000)
+    assert few.active_blocks_per_sm == 2
+    slow = predict_work(h200, few, grid, 0.0, 256.0 * 4 * grid, 32, None, copy(1, 0), 0.5)
+    slow_merged = predict_work(h200, few, grid, 0.0, 256.0 * 4 * grid, 32, None, copy(1, 2), 0.5)
+    assert slow.bound == "dram" and slow.hiding < 1 / (1 + cost)
+    assert slow_merged.roofs_ms["dram"] == pytest.approx(slow.roofs_ms["dram"])
 
 
 def test_a_second_store_is_a_second_write_once_l2_let_the_first_go() -> None:

@@ -21,6 +21,7 @@ from occupancy.tune.reuse import (
     read_back_bytes,
     reread_miss_bytes,
     rewrite_miss_bytes,
+    store_merge_bytes,
 )
 
 if TYPE_CHECKING:
@@ -299,7 +300,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     fma_time = flops / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY) if flops else 0.0
     runs, fp32, issue, lsu = _sass_work(dev, grid_blocks, occ, flops, fma_time, mix)
     units = _traffic_units(traffic, grid_blocks, warps_per_block, flops)
-    scattered = 0.0
+    scattered = merging = 0.0
     if units and traffic is not None:
         lsu, ptx_issue, scattered = _ptx_work(dev, traffic, units)
         if not runs:
@@ -308,11 +309,13 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
             dram_bytes += reread_miss_bytes(dev, occ, grid_blocks, traffic, units) \
                 + rewrite_miss_bytes(dev, occ, grid_blocks, traffic, units) \
                 + read_back_bytes(dev, occ, grid_blocks, traffic, units)
+            merging = store_merge_bytes(dev, occ, grid_blocks, traffic, units)
     # the hot SASS loop's busiest pipe over its instructions (compares take the ALU pipe 2
     # clocks each); as a ratio it scales the PTX's issue count too, where no FLOPs count runs
     issue *= pipe_factor(dev, mix)
-    dram = (dram_bytes / (dev.dram_bandwidth_gb_s * 1e9 * dram_efficiency(write_share))
-            * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
+    per_byte = (1 + REQUEST_OVERHEAD_BYTES / 128.0) / (
+        dev.dram_bandwidth_gb_s * 1e9 * dram_efficiency(write_share))
+    dram = dram_bytes * per_byte
     slow = _clock_under_load(fma_time, max(fp32, issue, lsu, dram, scattered))
     issue, lsu = issue / slow, lsu / slow
     blocks_per_sm = occ.resident_blocks(grid_blocks, dev.sm_count)
@@ -336,7 +339,10 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     lone = max(1.0, LONE_WARP_WAVEFRONT_CLOCKS / warps)
     roofs = {"fp32": max(fp32, issue) * stall * waits / busy / fma_hiding,
              "lsu": lsu * lone * stall / busy / fma_hiding,
-             "l2": 0.0, "dram": dram / mem_hiding, "scatter": scattered,
+             # the warps' loads in flight bound the bytes, the L2 merging stores' partial
+             # sectors (reuse.store_merge_bytes) the throughput: the slower of the two
+             "l2": 0.0, "dram": max(dram / mem_hiding, dram + merging * per_byte),
+             "scatter": scattered,
              "latency": _warp_path(dev, occ, grid_blocks, mix, traffic),
              "atomics": contended_atomic_seconds(traffic, units),
              "constant": constant_walk_seconds(dev, mix, runs, blocks_per_sm, warps)}

@@ -12,7 +12,7 @@ from dataclasses import astuple, dataclass
 FIELDS = ("steps", "flops", "ffma", "shared_wavefronts", "shared_ideal", "shared_accesses",
           "global_loads", "global_load_lines", "global_load_sectors", "load_bytes",
           "global_stores", "global_store_lines", "global_store_sectors",
-          "partial_store_sectors", "barriers", "load_cover", "covered_loads",
+          "partial_store_sectors", "split_store_sectors", "barriers", "load_cover", "covered_loads",
           "reread_lines", "reread_distance", "near_reread_lines", "near_reread_distance",
           "far_l2_distance", "far_l2_sq", "far_reread_sectors", "far_rewrite_sectors",
           "far_rewrite_distance", "open_store_sectors")
@@ -46,6 +46,9 @@ class Traffic:
     global_store_lines: float
     global_store_sectors: float
     partial_store_sectors: float
+    # of those, the ends of a store that also fills whole sectors (a row off its lines
+    # written a warp's 128 B at a time), whoever completes them: L2 merges each
+    split_store_sectors: float
     barriers: float
     load_cover: float  # warp instructions between global loads and the first use of their data
     covered_loads: float  # the loads load_cover sums over

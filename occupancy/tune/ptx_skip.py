@@ -74,7 +74,8 @@ MAX_MARKED = 1 << 24
 # the counters count_global adds to: replayed access by access, not scaled
 _REPLAYED = frozenset(COUNTER[f] for f in (
     "global_loads", "global_load_lines", "global_load_sectors", "load_bytes", "global_stores",
-    "global_store_lines", "global_store_sectors", "partial_store_sectors", *REUSE))
+    "global_store_lines", "global_store_sectors", "partial_store_sectors",
+    "split_store_sectors", *REUSE))
 _SCALED = tuple(i for i in range(len(FIELDS)) if i not in _REPLAYED)
 # the work an iteration must repeat (the re-read counters may alternate: see `steady`)
 _WORK = tuple(i for i, f in enumerate(FIELDS) if f not in REUSE)

@@ -346,12 +346,15 @@ class Warp:
 
     def _close_ends(self, masks: Mapping[int, int]) -> None:
         """A store (its sectors' byte masks): the open ends it completes close; where it
-        fills a whole sector, its own partly written ones (its ends) open, and an open end
+        fills a whole sector, its own partly written ones (its ends, split_store_sectors)
+        open, and an open end
         it writes the same part of again opens a second time (the warp's earlier stores to
         a sector that is not open are not looked at)."""
         c = self.counters
         full = (1 << 32) - 1
         opens = full in masks.values()  # a store that fills a whole sector opens its ends
+        if opens:
+            c[COUNTER["split_store_sectors"]] += sum(1 for m in masks.values() if m != full)
         for sector, mask in masks.items():
             if sector in self.open_ends:
                 before = self.open_ends[sector]

@@ -18,7 +18,9 @@ A store that leaves a 32-B sector partly written for another warp to complete (t
 a warp's 128 B on a row off its lines, where the block's next warp writes the rest) costs a
 read of the sector from DRAM when L2 lets it go before that warp comes: measured on a copy
 written here in softmax 7's store pattern (bench/results/h200-blockrow/curve), the bytes read
-back over the open sectors' grow with the blocks an SM holds."""
+back over the open sectors' grow with the blocks an SM holds. Merging a store's partial
+sectors also costs L2 time beyond their bytes, whoever completes them, and more where another
+warp does (store_merge_bytes; docs/model.md item 33)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,17 @@ L2_KEPT_TO = 1.06
 # sampled row sits on a boundary is priced no read-back, and one whose sampled row does not,
 # 8/7 of the mean.
 READ_BACK_BY_BLOCKS = ((2, 0.01), (4, 0.14), (8, 0.54), (16, 1.07), (32, 0.99))
+# What L2 spends merging a store's partial sectors, as bytes of DRAM time at the model's copy
+# bandwidth (bench/blockrow/fit.py on bench/results/h200-blockrow, Nsight Compute's time and
+# bytes): each end of a warp store that also fills whole sectors (ptxsim's
+# split_store_sectors: a row off its lines) costs about a sector more, however soon it is
+# completed (the warp-contiguous copy of rows off their lines against rows on them, 35.5 and
+# 36.5 at blocks of 1,024 and 128: the same bytes in 1.25x the time); one left open for
+# another warp (open_store_sectors) costs more beyond the bytes it reads back, by resident
+# blocks an SM (the strided copy against the warp-contiguous one, 64 warps an SM, no shared
+# memory; with shared memory taking most of the L1, 27-67 at 2-16 blocks: not priced).
+SPLIT_SECTOR_BYTES = 36.0
+OPEN_SECTOR_BYTES_BY_BLOCKS = ((2, 22.0), (4, 49.0), (8, 89.0), (16, 123.0), (32, 103.0))
 
 
 def l2_kept(dev: Device, footprint: float) -> float:
@@ -109,9 +122,9 @@ def rewrite_miss_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int,
     return units * traffic.far_rewrite_sectors * 32.0 * (1 - l2_kept(dev, footprint))
 
 
-def read_back_share(blocks_per_sm: float) -> float:
-    """READ_BACK_BY_BLOCKS at this many resident blocks an SM."""
-    pts = READ_BACK_BY_BLOCKS
+def by_blocks(pts: tuple[tuple[int, float], ...], blocks_per_sm: float) -> float:
+    """A table by resident blocks an SM at `blocks_per_sm`: linear in log2(blocks) between the
+    counts measured, the nearest outside them."""
     if blocks_per_sm <= pts[0][0]:
         return pts[0][1]
     for (b0, p0), (b1, p1) in zip(pts, pts[1:], strict=False):
@@ -126,7 +139,18 @@ def read_back_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int, traffic
     if traffic.open_store_sectors <= 0:
         return 0.0
     blocks = occ.resident_blocks(grid_blocks, dev.sm_count)
-    return units * traffic.open_store_sectors * 32.0 * read_back_share(blocks)
+    return units * traffic.open_store_sectors * 32.0 * by_blocks(READ_BACK_BY_BLOCKS, blocks)
+
+
+def store_merge_bytes(dev: Device, occ: OccupancyResult, grid_blocks: int, traffic: Traffic,
+                      units: float) -> float:
+    """The DRAM time, as bytes, L2 spends merging the partial sectors of the warp's stores
+    (SPLIT_SECTOR_BYTES, OPEN_SECTOR_BYTES_BY_BLOCKS): a cost of throughput, not bytes moved."""
+    if traffic.split_store_sectors <= 0 and traffic.open_store_sectors <= 0:
+        return 0.0
+    blocks = occ.resident_blocks(grid_blocks, dev.sm_count)
+    return units * (traffic.split_store_sectors * SPLIT_SECTOR_BYTES + traffic.open_store_sectors
+                    * by_blocks(OPEN_SECTOR_BYTES_BY_BLOCKS, blocks))
 
 
 def l2_reread_share(dev: Device, occ: OccupancyResult, grid_blocks: int,
