@@ -17,7 +17,7 @@ for k in softmax_forward_kernel2 softmax_forward_kernel3 softmax_forward_online_
       --reps 10 --json -o $J/$k-$1-$2.json >> "$LOG" 2>&1
     echo "exit $? for measure $k $1 $2" >> "$LOG"
   done
-  ncu --csv --print-units base -k "regex:^$k\b" --metrics "$M" python -m occupancy measure \
+  ncu --csv --print-units base -k "regex:^$k" --metrics "$M" python -m occupancy measure \
     examples/llmc/tune.yaml --kernel $k --set N=8192 --set C=50257 --reps 3 \
     > $R/ncu-$k.csv 2> $R/err
   echo "exit $? for ncu $k" >> "$LOG"; tail -2 $R/err >> "$LOG"
