@@ -382,3 +382,23 @@ def test_streaming_stores_take_no_room_in_l2(tmp_path: Path) -> None:
     assert stream.far_l2_distance < 0.9 * stream.far_rereads[1]
     row = 4 * n  # the input's row alone between a line's two reads, in L2's view
     assert stream.far_l2_distance / stream.far_rereads[0] == pytest.approx(row, rel=0.02)
+
+
+def test_tile_names_stores_off_their_sectors() -> None:
+    """`tile`'s findings name the points whose warp stores leave sectors partly written (one
+    or more a store), the worst first, and nothing where the stores fill their sectors."""
+    from occupancy.tune.ranked import Point, Ranked, findings
+
+    h200 = load_device("h200")
+    occ = solve(h200, 128, 32, 0, 0)
+
+    def point(block: int, split: float) -> Ranked:
+        t = _traffic(global_stores=10.0, global_store_sectors=40.0 + split,
+                     partial_store_sectors=split, split_store_sectors=split)
+        return Ranked(Point({"B": block}, "k", (), (block,), (4096,), 0), None, occ, None, (),
+                      traffic=t)
+
+    said = findings([point(64, 20.0), point(128, 10.0), point(256, 0.0)], h200)
+    assert len(said) == 1 and said[0].startswith("Stores off their 32-byte sectors in 2 of 3")
+    assert "2.0 partly written sectors a warp store (B=64)" in said[0]
+    assert findings([point(64, 5.0), point(256, 0.0)], h200) == []  # half a store: not named

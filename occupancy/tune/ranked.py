@@ -224,8 +224,9 @@ def _ratio(r: Ranked, p: Prediction) -> float:
 
 def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
     """What one warp of each point did on its PTX, where it sets points apart: bank
-    conflicts (shared passes over the conflict-free count) and uncoalesced global loads
-    (128-byte lines per load; 1 is a warp of floats in one line); and, from the SASS, the
+    conflicts (shared passes over the conflict-free count), uncoalesced global loads
+    (128-byte lines per load; 1 is a warp of floats in one line) and stores whose ends leave
+    sectors partly written (a row off its sectors; docs/model.md item 33); and, from the SASS, the
     points whose hot loop walks a __constant__ table where such loops ran slow and the model
     has not priced it (tune/constwalk.unpriced_walk; blocks an SM: as many as the occupancy
     and the grid give each of `dev`'s SMs)."""
@@ -244,6 +245,16 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
         worst = max(spread, key=lambda r: lines[id(r)])
         out.append(f"Uncoalesced loads in {len(spread)} of {len(ranked)} points: up to "
                    f"{lines[id(worst)]:.1f} 128-byte lines per warp load ({inert(worst.label)}).")
+    split = {id(r): r.traffic.split_store_sectors / r.traffic.global_stores
+             for r in ranked if r.traffic and r.traffic.global_stores}
+    ends = [r for r in ranked if split.get(id(r), 0) >= 1]
+    if ends:
+        worst = max(ends, key=lambda r: split[id(r)])
+        out.append(f"Stores off their 32-byte sectors in {len(ends)} of {len(ranked)} points: up "
+                   f"to {split[id(worst)]:.1f} partly written sectors a warp store "
+                   f"({inert(worst.label)}), which L2 merges at about a sector's DRAM time each, "
+                   "more where another warp completes them (counted in the DRAM roof). Rows "
+                   "whose pitch is a multiple of 32 bytes store none.")
     def walker(r: Ranked) -> bool:
         if r.resources is None or r.occupancy is None:
             return False
