@@ -10,7 +10,7 @@ carries what the terminal shows.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -231,30 +231,37 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
     has not priced it (tune/constwalk.unpriced_walk; blocks an SM: as many as the occupancy
     and the grid give each of `dev`'s SMs)."""
     out = []
-    ways = {id(r): r.traffic.conflict_factor for r in ranked if r.traffic}
-    lines = {id(r): r.traffic.global_load_lines / r.traffic.global_loads
-             for r in ranked if r.traffic and r.traffic.global_loads}
-    conflicted = [r for r in ranked if ways.get(id(r), 0) >= 1.5]
-    if conflicted:
-        worst = max(conflicted, key=lambda r: ways[id(r)])
-        out.append(f"Bank conflicts in {len(conflicted)} of {len(ranked)} points: up to "
-                   f"{ways[id(worst)]:.1f}x the conflict-free shared-memory passes "
-                   f"({inert(worst.label)}), counted in the load/store roof.")
-    spread = [r for r in ranked if lines.get(id(r), 0) >= 4]
-    if spread:
-        worst = max(spread, key=lambda r: lines[id(r)])
-        out.append(f"Uncoalesced loads in {len(spread)} of {len(ranked)} points: up to "
-                   f"{lines[id(worst)]:.1f} 128-byte lines per warp load ({inert(worst.label)}).")
-    split = {id(r): r.traffic.split_store_sectors / r.traffic.global_stores
-             for r in ranked if r.traffic and r.traffic.global_stores}
-    ends = [r for r in ranked if split.get(id(r), 0) >= 1]
-    if ends:
-        worst = max(ends, key=lambda r: split[id(r)])
-        out.append(f"Stores off their 32-byte sectors in {len(ends)} of {len(ranked)} points: up "
-                   f"to {split[id(worst)]:.1f} partly written sectors a warp store "
-                   f"({inert(worst.label)}), which L2 merges at about a sector's DRAM time each, "
-                   "more where another warp completes them (counted in the DRAM roof). Rows "
-                   "whose pitch is a multiple of 32 bytes store none.")
+    n = len(ranked)
+
+    def worst(per_point: Callable[[Traffic], float | None], least: float
+              ) -> tuple[int, Ranked, float] | None:
+        """How many points reach `least` by `per_point` of their traffic (None: not
+        counted), and the one with the most, with its value."""
+        values = [(r, v) for r in ranked if r.traffic and (v := per_point(r.traffic)) is not None]
+        hit = [(r, v) for r, v in values if v >= least]
+        if not hit:
+            return None
+        r, v = max(hit, key=lambda x: x[1])
+        return len(hit), r, v
+
+    if found := worst(lambda t: t.conflict_factor, 1.5):
+        k, r, v = found
+        out.append(f"Bank conflicts in {k} of {n} points: up to {v:.1f}x the conflict-free "
+                   f"shared-memory passes ({inert(r.label)}), counted in the load/store roof.")
+    if found := worst(lambda t: t.global_load_lines / t.global_loads if t.global_loads
+                      else None, 4):
+        k, r, v = found
+        out.append(f"Uncoalesced loads in {k} of {n} points: up to {v:.1f} 128-byte lines per "
+                   f"warp load ({inert(r.label)}).")
+    if found := worst(lambda t: t.split_store_sectors / t.global_stores if t.global_stores
+                      else None, 1):
+        k, r, v = found
+        out.append(f"Stores off their 32-byte sectors in {k} of {n} points: up to {v:.1f} "
+                   f"partly written sectors a warp store ({inert(r.label)}), which L2 merges at "
+                   "about a sector's DRAM time each, more where another warp completes them "
+                   "(counted in the DRAM roof). Rows whose pitch is a multiple of 32 bytes "
+                   "store none.")
+
     def walker(r: Ranked) -> bool:
         if r.resources is None or r.occupancy is None:
             return False
