@@ -313,9 +313,10 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     # the hot SASS loop's busiest pipe over its instructions (compares take the ALU pipe 2
     # clocks each); as a ratio it scales the PTX's issue count too, where no FLOPs count runs
     issue *= pipe_factor(dev, mix)
-    per_byte = (1 + REQUEST_OVERHEAD_BYTES / 128.0) / (
-        dev.dram_bandwidth_gb_s * 1e9 * dram_efficiency(write_share))
-    dram = dram_bytes * per_byte
+    rate = dev.dram_bandwidth_gb_s * 1e9 * dram_efficiency(write_share)
+    dram = (dram_bytes / rate * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
+    merged = ((dram_bytes + merging) / rate * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) \
+        if merging else dram
     slow = _clock_under_load(fma_time, max(fp32, issue, lsu, dram, scattered))
     issue, lsu = issue / slow, lsu / slow
     blocks_per_sm = occ.resident_blocks(grid_blocks, dev.sm_count)
@@ -341,7 +342,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
              "lsu": lsu * lone * stall / busy / fma_hiding,
              # the warps' loads in flight bound the bytes, the L2 merging stores' partial
              # sectors (reuse.store_merge_bytes) the throughput: the slower of the two
-             "l2": 0.0, "dram": max(dram / mem_hiding, dram + merging * per_byte),
+             "l2": 0.0, "dram": max(dram / mem_hiding, merged),
              "scatter": scattered,
              "latency": _warp_path(dev, occ, grid_blocks, mix, traffic),
              "atomics": contended_atomic_seconds(traffic, units),
