@@ -163,6 +163,10 @@ extern "C" __global__ void rewrite(float* out, const float* in, int n, int step)
     for (int i = 0; i < n; i += step) out[i + threadIdx.x] = in[i + threadIdx.x];
     for (int i = 0; i < n; i += step) out[i + threadIdx.x] *= 2.0f;
 }
+// the row added into the output atomically (L2 performs them: no partial sector to merge)
+extern "C" __global__ void added(float* out, const float* in, int n, int step) {
+    for (int i = 0; i < n; i += step) atomicAdd(out + i + threadIdx.x, in[i + threadIdx.x]);
+}
 """
 
 
@@ -199,7 +203,8 @@ def test_stores_leave_open_only_the_sectors_another_warp_completes(tmp_path: Pat
     completes the sector the one before left partly written, and only the row's two ends
     stay open; with a gap after each store (step 64, the block's next warp writes it) both
     ends of every store stay open. A store that fills no whole sector opens nothing
-    (scattered writes are the scatter roof's, not this)."""
+    (scattered writes are the scatter roof's, not this); atomics split nothing (L2 performs
+    them)."""
     from occupancy.tune.ptxsim import ARRAY_STRIDE, run_warp
 
     ptx = _row_ptx(tmp_path)
@@ -219,6 +224,8 @@ def test_stores_leave_open_only_the_sectors_another_warp_completes(tmp_path: Pat
     assert (again.global_stores, again.open_store_sectors) == (2 * 200, 2 * 2 * 200)
     own = run_warp(ptx, "rewrite", [a + 4, b, n, 32], (32,), (1,), whole=True)
     assert own.open_store_sectors == 2 * 2  # the row's two ends, each pass
+    added = run_warp(ptx, "added", [a + 4, b, n, 32], (32,), (1,), whole=True)
+    assert added.global_stores == 200 and added.split_store_sectors == 0
     scattered = run_warp(ptx, "scatter", [a, b, n, 32], (32,), (1,), whole=True)
     assert scattered.partial_store_sectors == 32 * 200
     assert scattered.open_store_sectors == scattered.split_store_sectors == 0
@@ -386,7 +393,7 @@ def test_streaming_stores_take_no_room_in_l2(tmp_path: Path) -> None:
 
 def test_tile_names_stores_off_their_sectors() -> None:
     """`tile`'s findings name the points whose warp stores leave sectors partly written (one
-    or more a store), the worst first, and nothing where the stores fill their sectors."""
+    or more a store) and the worst of them, and nothing where the stores fill their sectors."""
     from occupancy.tune.ranked import Point, Ranked, findings
 
     h200 = load_device("h200")

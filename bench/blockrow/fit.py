@@ -70,7 +70,7 @@ def main() -> None:
             for f in (dict(kv.split("=", 1) for kv in line.split())
                       for line in (record / "curve" / "curve.txt").read_text().splitlines())}
     print("open sectors (strided against contiguous): block, blocks an SM, shared memory, "
-          "bytes a sector (of which DRAM bytes)")
+          "bytes a sector beyond the DRAM bytes it moves more (those, in brackets)")
     for key, (t_s, b_s) in curve.items():
         if not key.endswith("strided=1"):
             continue

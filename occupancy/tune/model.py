@@ -315,9 +315,10 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     issue *= pipe_factor(dev, mix)
     rate = dev.dram_bandwidth_gb_s * 1e9 * dram_efficiency(write_share)
     dram = (dram_bytes / rate * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) if dram_bytes else 0.0
-    merged = ((dram_bytes + merging) / rate * (1 + REQUEST_OVERHEAD_BYTES / 128.0)) \
-        if merging else dram
-    slow = _clock_under_load(fma_time, max(fp32, issue, lsu, dram, scattered))
+    # the merges at the copy's rate, as bench/blockrow/fit.py measured them
+    merged = dram + merging / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY) \
+        * (1 + REQUEST_OVERHEAD_BYTES / 128.0)
+    slow = _clock_under_load(fma_time, max(fp32, issue, lsu, merged, scattered))
     issue, lsu = issue / slow, lsu / slow
     blocks_per_sm = occ.resident_blocks(grid_blocks, dev.sm_count)
     warps = max(blocks_per_sm * warps_per_block, 1)

@@ -258,7 +258,7 @@ class Warp:
                 sectors[s] = sectors.get(s, 0) + (hi - lo)
         masks = sector_masks(addrs, width)
         if store:
-            self._close_ends(masks)
+            self._close_ends(masks, atomic is None)
             share, apart = self._far(masks, self.stored, self.far_stored)
             c[COUNTER["far_rewrite_sectors"]] += share
             c[COUNTER["far_rewrite_distance"]] += apart
@@ -344,16 +344,16 @@ class Warp:
                 apart += far * new.bit_count() / 32
         return share, apart
 
-    def _close_ends(self, masks: Mapping[int, int]) -> None:
+    def _close_ends(self, masks: Mapping[int, int], plain: bool = True) -> None:
         """A store (its sectors' byte masks): the open ends it completes close; where it
-        fills a whole sector, its own partly written ones (its ends, split_store_sectors)
-        open, and an open end
+        fills a whole sector, its own partly written ones (its ends; a `plain` store's, not
+        an atomic's, count as split_store_sectors too) open, and an open end
         it writes the same part of again opens a second time (the warp's earlier stores to
         a sector that is not open are not looked at)."""
         c = self.counters
         full = (1 << 32) - 1
         opens = full in masks.values()  # a store that fills a whole sector opens its ends
-        if opens:
+        if opens and plain:
             c[COUNTER["split_store_sectors"]] += sum(1 for m in masks.values() if m != full)
         for sector, mask in masks.items():
             if sector in self.open_ends:

@@ -259,8 +259,9 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
         out.append(f"Stores off their 32-byte sectors in {k} of {n} points: up to {v:.1f} "
                    f"partly written sectors a warp store ({inert(r.label)}), which L2 merges at "
                    "about a sector's DRAM time each, more where another warp completes them "
-                   "(counted in the DRAM roof). Rows whose pitch is a multiple of 32 bytes "
-                   "store none.")
+                   "(priced in the DRAM roof where the manifest declares dram_bytes). Rows "
+                   "whose pitch is a multiple of 32 bytes keep their stores on their sectors, "
+                   "all but a row's partial last one.")
 
     def walker(r: Ranked) -> bool:
         if r.resources is None or r.occupancy is None:
