@@ -163,6 +163,11 @@ extern "C" __global__ void rewrite(float* out, const float* in, int n, int step)
     for (int i = 0; i < n; i += step) out[i + threadIdx.x] = in[i + threadIdx.x];
     for (int i = 0; i < n; i += step) out[i + threadIdx.x] *= 2.0f;
 }
+// a warp per row of n floats, copied (row = block x warps + warp)
+extern "C" __global__ void perrow(float* out, const float* in, int n) {
+    size_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    for (int i = threadIdx.x % 32; i < n; i += 32) out[row * n + i] = in[row * n + i];
+}
 // the row added into the output atomically (L2 performs them: no partial sector to merge)
 extern "C" __global__ void added(float* out, const float* in, int n, int step) {
     for (int i = 0; i < n; i += step) atomicAdd(out + i + threadIdx.x, in[i + threadIdx.x]);
@@ -370,6 +375,27 @@ def test_the_sample_holds_what_every_warp_reads_once(tmp_path: Path) -> None:
     assert t is not None and t.complete
     assert t.shared_bytes == 4 * n
     assert t.far_rereads[1] / t.far_rereads[0] == pytest.approx(4 * n, rel=0.02)
+
+
+def test_the_store_ends_are_the_rows_mean_not_the_sampled_rows(tmp_path: Path) -> None:
+    """traffic.warp_traffic on a warp per row of 641 floats (a pitch 4 B past a multiple of
+    32: 7 rows in 8 start off their sectors, each of their 20 whole warp stores splitting
+    two sectors, the 21st storing one float): the split sectors are the rows' mean, 35 a
+    warp, with 1, 2 or 8 warps a block. The two warps of the middle block alone would say
+    20, 40 and 20 (with 8 warps its warp 0's row starts on a sector)."""
+    from occupancy.build.compilers import make_build
+    from occupancy.tune.ptxsim import ARRAY_STRIDE
+    from occupancy.tune.traffic import warp_traffic
+
+    need_nvcc()
+    src = tmp_path / "rows.cu"
+    src.write_text(ROW_KERNELS)
+    build = make_build(src, "sm_90")
+    for threads in (32, 64, 256):
+        t = warp_traffic(build, "perrow", [ARRAY_STRIDE, 2 * ARRAY_STRIDE, 641], (threads,),
+                         (64,), 32, whole=True)
+        assert t is not None and t.complete and t.global_stores == 21
+        assert t.split_store_sectors == pytest.approx(35), threads
 
 
 def test_streaming_stores_take_no_room_in_l2(tmp_path: Path) -> None:

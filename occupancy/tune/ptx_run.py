@@ -25,7 +25,7 @@ _REGS = re.compile(r"%\w+")
 def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
              grid: Sequence[int], banks: int = 32, warp: int = 0, whole: bool = False,
              unroll: int = 1, first_block: bool = False,
-             atomic_log: list[tuple[int, bool]] | None = None, next_block: bool = False,
+             atomic_log: list[tuple[int, bool]] | None = None, next_block: int = 0,
              merge: tuple[bool, bool] = (True, True), foreign: Mapping[int, int] | None = None,
              touched: dict[int, int] | None = None) -> Traffic:
     """Run one warp (0 by default) of the middle block of the grid (of block 0 where
@@ -34,9 +34,10 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
     kernel without declared FLOPs has nothing that says how many iterations run).
     `unroll`: how many iterations of the hottest loop ptxas unrolled into one SASS body
     (see Warp). `atomic_log` receives the (address, floating-point) of each lane atomic to
-    global memory, up to MAX_ATOMIC_LOG. `next_block`: the block after the middle one along
-    x (a second sample where a block is one warp). `merge`: whether ptxas merged scalar
-    shared (loads, stores) into wide accesses (see Warp). `foreign`: per 32-B sector, the
+    global memory, up to MAX_ATOMIC_LOG. `next_block`: the block that many after the middle
+    one along x (1: a second sample where a block is one warp; the last block at most).
+    `merge`: whether ptxas merged scalar shared (loads, stores) into wide accesses (see
+    Warp). `foreign`: per 32-B sector, the
     bytes another warp of the sample touches too, which weigh nothing in the warp's reuse
     distances (ptx_counters.Distinct); `touched` receives the bytes this warp touched, per
     sector. PtxError for PTX it cannot follow, whatever went wrong inside."""
@@ -57,7 +58,7 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
 def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
               grid: Sequence[int], banks: int, warp: int, whole: bool, unroll: int,
               first_block: bool = False, atomic_log: list[tuple[int, bool]] | None = None,
-              next_block: bool = False, merge: tuple[bool, bool] = (True, True),
+              next_block: int = 0, merge: tuple[bool, bool] = (True, True),
               foreign: Mapping[int, int] | None = None,
               touched: dict[int, int] | None = None) -> Traffic:
     """run_warp's work: the kernel decoded, the warp placed in its block, run, and its
@@ -65,7 +66,7 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
     k = _parsed(ptx, entry)
     where = [0] * len(grid) if first_block else [max(0, (g - 1) // 2) for g in grid]
     if next_block and where:
-        where[0] = min(where[0] + 1, max(0, grid[0] - 1))
+        where[0] = min(where[0] + int(next_block), max(0, grid[0] - 1))
     w = Warp(k, _param_values(k, params), block, where, grid, banks, warp, unroll, merge)
     if foreign:
         w.reuse, w.reuse_l2 = Distinct(foreign), Distinct(foreign)

@@ -59,12 +59,9 @@ READ_BACK_BY_BLOCKS = ((2, 0.01), (4, 0.14), (8, 0.54), (16, 1.07), (32, 0.99))
 # another warp (open_store_sectors) costs more beyond the bytes it reads back, by resident
 # blocks an SM (the strided copy against the warp-contiguous one, 64 warps an SM, no shared
 # memory; with shared memory taking most of the L1, 27-83 at 2-16 blocks: not priced).
-# Priced at the copy's rate (DRAM_EFFICIENCY), as fitted. ptxsim counts the ends on its
-# sample's rows: two a store where a row starts off its sectors, none where it starts on
-# one; the fit counted the copy's rows on average (7 in 8 off at 50,257 floats), so a
-# kernel whose sampled rows all start off is priced up to 8/7 of the rows' mean, one whose
-# sampled rows start on their sectors (a warp per row: warp 0 of a block of 8+ warps
-# always does) down to half or none.
+# Priced at the copy's rate (DRAM_EFFICIENCY), as fitted. Both counts are the rows' mean,
+# as the fit counted them (7 rows in 8 off their sectors at 50,257 floats): ptxsim's sample
+# runs warps on rows of every offset mod 8 where it sees a store split (traffic._store_ends).
 SPLIT_SECTOR_BYTES = 36.0
 OPEN_SECTOR_BYTES_BY_BLOCKS = ((2, 22.0), (4, 49.0), (8, 89.0), (16, 123.0), (32, 103.0))
 

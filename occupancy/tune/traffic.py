@@ -94,6 +94,9 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
             t = replace(block_sample(t, second), shared_bytes=float(both))
         except PtxError:
             last_log.clear()  # warp 0 alone
+    if first.split_store_sectors or t.split_store_sectors:
+        t = _store_ends(t, first, ptx, entry, args, block, grid, banks, whole, max(unroll, 1),
+                        merge)
     # (a grid under 3 blocks a side has its middle block at 0: nothing to compare it with)
     if first.complete and (first_log or last_log) and any(g >= 3 for g in grid):
         t = _contended(t, ptx, entry, args, block, grid, banks, whole, max(unroll, 1),
@@ -104,6 +107,60 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     except OSError:
         pass
     return t
+
+
+# warps whose store ends stand for the rows' (their first: the sample's warp 0)
+STORE_END_SAMPLE = 8
+
+
+def _row_warps(warps: int) -> list[int]:
+    """For j < STORE_END_SAMPLE, the warp of the block j after the middle one to run: where
+    a warp walks a row (row = block x warps + warp), the rows these give fall on as many
+    residues mod 8 as such a choice can (a row's offset within a 32-B sector repeats every 8
+    rows of 4-byte elements): warp j (1 - warps) mod 8 (row j on, mod 8) where the block has
+    it, else j x warps // 8 (rows 0, 2, 4, 6, then 1, 3, 5, 7 with 2 warps a block), else
+    j % warps. Where a block walks a row, the block j on is the row, whichever warp."""
+    n = STORE_END_SAMPLE
+    picks = [[w if (w := j * (1 - warps) % 8) < warps else j * warps // 8 % warps
+              for j in range(n)],
+             [j * warps // 8 % warps for j in range(n)], [j % warps for j in range(n)]]
+    return max(picks, key=lambda p: len({(j * warps + w) % 8 for j, w in enumerate(p)}))
+
+
+def _store_ends(t: Traffic, first: Traffic, ptx: str, entry: str, args: Sequence[float | int],
+                block: Sequence[int], grid: Sequence[int], banks: int, whole: bool, unroll: int,
+                merge: tuple[bool, bool]) -> Traffic:
+    """The sectors a warp's stores leave partly written (split_store_sectors,
+    open_store_sectors) as the rows' mean, not the two sampled rows': they depend on where a
+    row starts within a 32-B sector, which the row's index sets (a row of 50,257 floats
+    starts 4 B further into one than the row before: 7 rows in 8 off their sectors), and
+    warp 0 of the middle block starts on one wherever a block holds 8+ rows. The first
+    warp and, for 0 < j < STORE_END_SAMPLE, warp _row_warps()[j] of the block j after the
+    middle one: rows on every residue mod 8 whether a block or a warp walks a row (with 1,
+    2, 4, 5, 7, 8 or more warps a block; 7 of the 8 with 3 or 6). Only where the sample
+    split a store."""
+    from occupancy.tune.ptxsim import WARP, PtxError, run_warp
+
+    if not t.global_stores:
+        return t
+    warps = max(1, math.prod(block) // WARP)
+    row_warps = _row_warps(warps)
+    samples = [first] if first.global_stores else []
+    for j in range(1, min(STORE_END_SAMPLE, grid[0] - (grid[0] - 1) // 2) if grid else 1):
+        try:
+            other = run_warp(ptx, entry, args, block, grid, banks, row_warps[j], whole, unroll,
+                             next_block=j, merge=merge)
+        except PtxError:
+            continue
+        if other.complete == first.complete and other.global_stores:
+            samples.append(other)
+    if not samples:
+        return t
+    # per warp store, so that warps whose runs differ a little (a block's reduction) count alike
+    split = sum(x.split_store_sectors / x.global_stores for x in samples) / len(samples)
+    opened = sum(x.open_store_sectors / x.global_stores for x in samples) / len(samples)
+    return replace(t, split_store_sectors=split * t.global_stores,
+                   open_store_sectors=opened * t.global_stores)
 
 
 def _contended(t: Traffic, ptx: str, entry: str, args: Sequence[float | int],
