@@ -168,6 +168,11 @@ extern "C" __global__ void perrow(float* out, const float* in, int n) {
     size_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     for (int i = threadIdx.x % 32; i < n; i += 32) out[row * n + i] = in[row * n + i];
 }
+// the same with the rows' blocks along y
+extern "C" __global__ void perrow_y(float* out, const float* in, int n) {
+    size_t row = blockIdx.y * (blockDim.x / 32) + threadIdx.x / 32;
+    for (int i = threadIdx.x % 32; i < n; i += 32) out[row * n + i] = in[row * n + i];
+}
 // the row added into the output atomically (L2 performs them: no partial sector to merge)
 extern "C" __global__ void added(float* out, const float* in, int n, int step) {
     for (int i = 0; i < n; i += step) atomicAdd(out + i + threadIdx.x, in[i + threadIdx.x]);
@@ -381,8 +386,10 @@ def test_the_store_ends_are_the_rows_mean_not_the_sampled_rows(tmp_path: Path) -
     """traffic.warp_traffic on a warp per row of 641 floats (a pitch 4 B past a multiple of
     32: 7 rows in 8 start off their sectors, each of their 20 whole warp stores splitting
     two sectors, the 21st storing one float): the split sectors are the rows' mean, 35 a
-    warp, with 1, 2 or 8 warps a block. The two warps of the middle block alone would say
-    20, 40 and 20 (with 8 warps its warp 0's row starts on a sector)."""
+    warp, with 1, 2, 3, 6 or 8 warps a block, rows indexed along x or y, and a grid of one
+    block of 8 warps. The two warps of the middle block alone say 20, 40 or 20 with 1, 2
+    or 8 warps; rows on y were not sampled at all (0). Rows on their sectors (a pitch of
+    640 floats) split nothing."""
     from occupancy.build.compilers import make_build
     from occupancy.tune.ptxsim import ARRAY_STRIDE
     from occupancy.tune.traffic import warp_traffic
@@ -391,11 +398,16 @@ def test_the_store_ends_are_the_rows_mean_not_the_sampled_rows(tmp_path: Path) -
     src = tmp_path / "rows.cu"
     src.write_text(ROW_KERNELS)
     build = make_build(src, "sm_90")
-    for threads in (32, 64, 256):
-        t = warp_traffic(build, "perrow", [ARRAY_STRIDE, 2 * ARRAY_STRIDE, 641], (threads,),
-                         (64,), 32, whole=True)
+    a, b = ARRAY_STRIDE, 2 * ARRAY_STRIDE
+    for kernel, threads, grid in (("perrow", 32, (64,)), ("perrow", 64, (64,)),
+                                  ("perrow", 96, (64,)), ("perrow", 192, (64,)),
+                                  ("perrow", 256, (64,)), ("perrow", 256, (1,)),
+                                  ("perrow_y", 64, (1, 64))):
+        t = warp_traffic(build, kernel, [a, b, 641], (threads,), grid, 32, whole=True)
         assert t is not None and t.complete and t.global_stores == 21
-        assert t.split_store_sectors == pytest.approx(35), threads
+        assert t.split_store_sectors == pytest.approx(35), (kernel, threads, grid)
+    on = warp_traffic(build, "perrow", [a, b, 640], (256,), (64,), 32, whole=True)
+    assert on is not None and on.global_stores == 20 and on.split_store_sectors == 0
 
 
 def test_streaming_stores_take_no_room_in_l2(tmp_path: Path) -> None:

@@ -27,27 +27,28 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
              unroll: int = 1, first_block: bool = False,
              atomic_log: list[tuple[int, bool]] | None = None, next_block: int = 0,
              merge: tuple[bool, bool] = (True, True), foreign: Mapping[int, int] | None = None,
-             touched: dict[int, int] | None = None) -> Traffic:
+             touched: dict[int, int] | None = None, along: int = 0) -> Traffic:
     """Run one warp (0 by default) of the middle block of the grid (of block 0 where
     `first_block`); its traffic per unit (see Traffic). A loop that repeats itself ends the
     run early (its iteration is the unit) unless `whole`: then only MAX_STEPS does (a
     kernel without declared FLOPs has nothing that says how many iterations run).
     `unroll`: how many iterations of the hottest loop ptxas unrolled into one SASS body
     (see Warp). `atomic_log` receives the (address, floating-point) of each lane atomic to
-    global memory, up to MAX_ATOMIC_LOG. `next_block`: the block that many after the middle
-    one along x (1: a second sample where a block is one warp; the last block at most).
+    global memory, up to MAX_ATOMIC_LOG. `next_block`: the block that many after (before,
+    negative) the middle one along grid axis `along` (x: 0), within the grid (1 along x: a
+    second sample where a block is one warp).
     `merge`: whether ptxas merged scalar shared (loads, stores) into wide accesses (see
-    Warp). `foreign`: per 32-B sector, the
-    bytes another warp of the sample touches too, which weigh nothing in the warp's reuse
-    distances (ptx_counters.Distinct); `touched` receives the bytes this warp touched, per
-    sector. PtxError for PTX it cannot follow, whatever went wrong inside."""
+    Warp). `foreign`: per 32-B sector, the bytes another warp of the sample touches too,
+    which weigh nothing in the warp's reuse distances (ptx_counters.Distinct); `touched`
+    receives the bytes this warp touched, per sector. PtxError for PTX it cannot follow,
+    whatever went wrong inside."""
     import struct
 
     if warp < 0 or warp * WARP >= math.prod(block):
         raise PtxError(f"{entry}: the block has no warp {warp}")
     try:
         return _run_warp(ptx, entry, params, block, grid, banks, warp, whole, unroll,
-                         first_block, atomic_log, next_block, merge, foreign, touched)
+                         first_block, atomic_log, next_block, merge, foreign, touched, along)
     except PtxError:
         raise
     except (ArithmeticError, ValueError, IndexError, KeyError, TypeError, AttributeError,
@@ -60,13 +61,13 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
               first_block: bool = False, atomic_log: list[tuple[int, bool]] | None = None,
               next_block: int = 0, merge: tuple[bool, bool] = (True, True),
               foreign: Mapping[int, int] | None = None,
-              touched: dict[int, int] | None = None) -> Traffic:
+              touched: dict[int, int] | None = None, along: int = 0) -> Traffic:
     """run_warp's work: the kernel decoded, the warp placed in its block, run, and its
     counters reduced to the unit."""
     k = _parsed(ptx, entry)
     where = [0] * len(grid) if first_block else [max(0, (g - 1) // 2) for g in grid]
-    if next_block and where:
-        where[0] = min(where[0] + int(next_block), max(0, grid[0] - 1))
+    if next_block and 0 <= along < len(where):
+        where[along] = min(max(where[along] + int(next_block), 0), max(0, grid[along] - 1))
     w = Warp(k, _param_values(k, params), block, where, grid, banks, warp, unroll, merge)
     if foreign:
         w.reuse, w.reuse_l2 = Distinct(foreign), Distinct(foreign)

@@ -40,16 +40,17 @@ L2_KEPT_FROM = 0.62
 L2_KEPT_TO = 1.06
 # DRAM bytes read back per byte of the sectors a warp's stores leave open for another warp
 # (ptxsim's open_store_sectors), by resident blocks an SM: Nsight Compute's DRAM reads of
-# the strided copy less the warp-contiguous one's (whose warps close their own), over 2
-# open sectors a warp store (bench/results/h200-blockrow/curve, blocks of 64-1,024 at their
-# own occupancy, 64 warps an SM, no shared memory). Between the counts measured, linear in
+# the strided copy less the warp-contiguous one's (whose warps close their own), over its
+# open sectors, 2 a warp store on the 7 rows in 8 that start off their sectors
+# (bench/blockrow/fit.py on bench/results/h200-blockrow/curve, blocks of 64-1,024 at their
+# own occupancy, 64 warps an SM, no shared memory; item 32 divided by 2 a store on every
+# row, 7/8 of these, as its sample counted them). Between the counts measured, linear in
 # log2(blocks); outside, the nearest. With shared memory taking most of the L1 the same
 # copy read back a third to a half of these at 8-16 blocks (the curve's other rows): not
 # priced. The copy's rows start 4 B further into a sector each (one in eight on a sector
-# boundary, leaving nothing open): ptxsim's sample is one block's rows, so a kernel whose
-# sampled row sits on a boundary is priced no read-back, and one whose sampled row does not,
-# 8/7 of the mean.
-READ_BACK_BY_BLOCKS = ((2, 0.01), (4, 0.14), (8, 0.54), (16, 1.07), (32, 0.99))
+# boundary, leaving nothing open): ptxsim counts the open sectors as the rows' mean
+# (traffic._store_ends), as the shares here were taken.
+READ_BACK_BY_BLOCKS = ((2, 0.01), (4, 0.16), (8, 0.61), (16, 1.22), (32, 1.13))
 # What L2 spends merging a store's partial sectors, as bytes of DRAM time at the model's copy
 # bandwidth (bench/blockrow/fit.py on bench/results/h200-blockrow, Nsight Compute's time and
 # bytes): each end of a warp store that also fills whole sectors (ptxsim's
@@ -60,8 +61,10 @@ READ_BACK_BY_BLOCKS = ((2, 0.01), (4, 0.14), (8, 0.54), (16, 1.07), (32, 0.99))
 # blocks an SM (the strided copy against the warp-contiguous one, 64 warps an SM, no shared
 # memory; with shared memory taking most of the L1, 27-83 at 2-16 blocks: not priced).
 # Priced at the copy's rate (DRAM_EFFICIENCY), as fitted. Both counts are the rows' mean,
-# as the fit counted them (7 rows in 8 off their sectors at 50,257 floats): ptxsim's sample
-# runs warps on rows of every offset mod 8 where it sees a store split (traffic._store_ends).
+# as the fit counted them (7 rows in 8 off their sectors at 50,257 floats), where ptxsim's
+# extra warps reach rows of every offset (traffic._store_ends: rows indexed by block or
+# warp along the grid's longest axis; a warp that starts at its own offset in a shared
+# row, as the blockrow copy's warp-contiguous layout does, is sampled at fewer offsets).
 SPLIT_SECTOR_BYTES = 36.0
 OPEN_SECTOR_BYTES_BY_BLOCKS = ((2, 22.0), (4, 49.0), (8, 89.0), (16, 123.0), (32, 103.0))
 

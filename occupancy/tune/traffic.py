@@ -75,6 +75,7 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
         return None  # the model goes on without the warp's addresses
     last_warp = (math.prod(block) - 1) // WARP
     first = t
+    second: Traffic | None = None
     # the second warp of the sample: the block's last, or where a block is one warp, the
     # next block's (a second row); the bytes both touch (a layernorm's weights, which every
     # warp reads) weigh nothing in the second's reuse distances, nor, run again, in the
@@ -94,9 +95,9 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
             t = replace(block_sample(t, second), shared_bytes=float(both))
         except PtxError:
             last_log.clear()  # warp 0 alone
-    if first.split_store_sectors or t.split_store_sectors:
-        t = _store_ends(t, first, ptx, entry, args, block, grid, banks, whole, max(unroll, 1),
-                        merge)
+    if t.global_stores:
+        t = _store_ends(t, first, second, ptx, entry, args, block, grid, banks, whole,
+                        max(unroll, 1), merge)
     # (a grid under 3 blocks a side has its middle block at 0: nothing to compare it with)
     if first.complete and (first_log or last_log) and any(g >= 3 for g in grid):
         t = _contended(t, ptx, entry, args, block, grid, banks, whole, max(unroll, 1),
@@ -115,50 +116,72 @@ STORE_END_SAMPLE = 8
 
 def _row_warps(warps: int) -> list[int]:
     """For j < STORE_END_SAMPLE, the warp of the block j after the middle one to run: where
-    a warp walks a row (row = block x warps + warp), the rows these give fall on as many
-    residues mod 8 as such a choice can (a row's offset within a 32-B sector repeats every 8
-    rows of 4-byte elements): warp j (1 - warps) mod 8 (row j on, mod 8) where the block has
-    it, else j x warps // 8 (rows 0, 2, 4, 6, then 1, 3, 5, 7 with 2 warps a block), else
-    j % warps. Where a block walks a row, the block j on is the row, whichever warp."""
+    a warp walks a row (row = block x warps + warp), the rows these give fall on every
+    residue mod 8 (a row's offset within a 32-B sector repeats every 8 rows of 4-byte
+    elements) for any number of warps a block: the first of these choices that does, warp
+    j (1 - warps) mod 8 (row j on, mod 8) where the block has it, warp 0 (an odd number of
+    warps), j // 4 or j // 2 (2, 4 or 6 warps). Where a block walks a row, the block j on
+    is the row, whichever warp."""
     n = STORE_END_SAMPLE
-    picks = [[w if (w := j * (1 - warps) % 8) < warps else j * warps // 8 % warps
-              for j in range(n)],
-             [j * warps // 8 % warps for j in range(n)], [j % warps for j in range(n)]]
+    picks = [[w if (w := j * (1 - warps) % 8) < warps else 0 for j in range(n)],
+             [0] * n, [j // 4 % warps for j in range(n)], [j // 2 % warps for j in range(n)]]
     return max(picks, key=lambda p: len({(j * warps + w) % 8 for j, w in enumerate(p)}))
 
 
-def _store_ends(t: Traffic, first: Traffic, ptx: str, entry: str, args: Sequence[float | int],
-                block: Sequence[int], grid: Sequence[int], banks: int, whole: bool, unroll: int,
-                merge: tuple[bool, bool]) -> Traffic:
+def _store_end_places(grid: Sequence[int], warps: int) -> list[tuple[int, int, int]]:
+    """The (axis, block offset from the middle one, warp) of the warps _store_ends runs
+    besides warp 0 of the middle block: along the grid's longest axis (rows on y are
+    blocks on y), the blocks after the middle one, then those before it where the grid
+    ends first; with one block, the block's other warps (rows of a warp each)."""
+    if not grid:
+        return []
+    axis = max(range(len(grid)), key=lambda a: (grid[a], -a))
+    g = grid[axis]
+    middle = (g - 1) // 2
+    offsets = list(range(1, g - middle))[:STORE_END_SAMPLE - 1]
+    offsets += [-k for k in range(1, middle + 1)][:STORE_END_SAMPLE - 1 - len(offsets)]
+    rows = _row_warps(warps)
+    if not offsets:
+        return [(axis, 0, w % warps) for w in range(1, min(STORE_END_SAMPLE, warps))]
+    return [(axis, k, rows[j + 1]) for j, k in enumerate(offsets)]
+
+
+def _store_ends(t: Traffic, first: Traffic, second: Traffic | None, ptx: str, entry: str,
+                args: Sequence[float | int], block: Sequence[int], grid: Sequence[int],
+                banks: int, whole: bool, unroll: int, merge: tuple[bool, bool]) -> Traffic:
     """The sectors a warp's stores leave partly written (split_store_sectors,
-    open_store_sectors) as the rows' mean, not the two sampled rows': they depend on where a
+    open_store_sectors) as the rows' mean, not the sampled rows': they depend on where a
     row starts within a 32-B sector, which the row's index sets (a row of 50,257 floats
-    starts 4 B further into one than the row before: 7 rows in 8 off their sectors), and
-    warp 0 of the middle block starts on one wherever a block holds 8+ rows. The first
-    warp and, for 0 < j < STORE_END_SAMPLE, warp _row_warps()[j] of the block j after the
-    middle one: rows on every residue mod 8 whether a block or a warp walks a row (with 1,
-    2, 4, 5, 7, 8 or more warps a block; 7 of the 8 with 3 or 6). Only where the sample
-    split a store."""
+    starts 4 B further into one than the row before: 7 rows in 8 off their sectors), and the
+    middle block's warps may all start on one (warp 0's row, a multiple of 8 where a block
+    holds 8+ rows). Warp 0 of the middle block and up to STORE_END_SAMPLE - 1 more
+    (_store_end_places: rows on every offset mod 8 where a block or a warp walks a row
+    indexed along the grid's longest axis, with 8+ blocks after the middle one; the
+    sample's last warp too where fewer are). The first of them runs as a probe: where
+    neither it nor the sample split a store, nothing changes. Per warp store, as the mean
+    of the warps that ran the same unit (block_sample's test, less the FLOPs: warps of a
+    block differ a little in their reductions)."""
     from occupancy.tune.ptxsim import WARP, PtxError, run_warp
 
-    if not t.global_stores:
-        return t
-    warps = max(1, math.prod(block) // WARP)
-    row_warps = _row_warps(warps)
-    samples = [first] if first.global_stores else []
-    for j in range(1, min(STORE_END_SAMPLE, grid[0] - (grid[0] - 1) // 2) if grid else 1):
+    places = _store_end_places(grid, max(1, math.prod(block) // WARP))
+    samples = [first]
+    if second is not None and len(places) < STORE_END_SAMPLE - 1:
+        samples.append(second)
+    for i, (axis, k, warp) in enumerate(places):
+        if i == 1 and not any(x.split_store_sectors for x in (*samples, t)):
+            return t  # the probe and the sample split nothing: rows on their sectors
         try:
-            other = run_warp(ptx, entry, args, block, grid, banks, row_warps[j], whole, unroll,
-                             next_block=j, merge=merge)
+            other = run_warp(ptx, entry, args, block, grid, banks, warp, whole, unroll,
+                             next_block=k, merge=merge, along=axis)
         except PtxError:
             continue
-        if other.complete == first.complete and other.global_stores:
-            samples.append(other)
-    if not samples:
+        samples.append(other)
+    same = [x for x in samples if x.global_stores and (x.complete, x.phases)
+            == (first.complete, first.phases)]
+    if not same or not any(x.split_store_sectors for x in (*same, t)):
         return t
-    # per warp store, so that warps whose runs differ a little (a block's reduction) count alike
-    split = sum(x.split_store_sectors / x.global_stores for x in samples) / len(samples)
-    opened = sum(x.open_store_sectors / x.global_stores for x in samples) / len(samples)
+    split = sum(x.split_store_sectors / x.global_stores for x in same) / len(same)
+    opened = sum(x.open_store_sectors / x.global_stores for x in same) / len(same)
     return replace(t, split_store_sectors=split * t.global_stores,
                    open_store_sectors=opened * t.global_stores)
 
