@@ -34,8 +34,9 @@ def ends(c: int) -> float:
     return sum(2.0 * stores for r in range(N) if r * 4 * c % 32)
 
 
-def runs(path: Path) -> dict[str, tuple[float, float]]:
-    """Each `== point` block's (seconds, DRAM bytes read + written)."""
+def runs(path: Path, reads: dict[str, float] | None = None) -> dict[str, tuple[float, float]]:
+    """Each `== point` block's (seconds, DRAM bytes read + written); `reads` receives its
+    DRAM bytes read."""
     out: dict[str, tuple[float, float]] = {}
     point, vals = "", {}
     for line in path.read_text().splitlines():
@@ -49,6 +50,8 @@ def runs(path: Path) -> dict[str, tuple[float, float]]:
             if len(vals) == 3:
                 out[point] = (vals["gpu__time_duration.sum"] * 1e-9,
                               vals["dram__bytes_read.sum"] + vals["dram__bytes_write.sum"])
+                if reads is not None:
+                    reads[point] = vals["dram__bytes_read.sum"]
     return out
 
 
@@ -65,12 +68,14 @@ def main() -> None:
         t_off, b_off = single[f"C=50257 block={block} u=8 strided=0"]
         extra = (t_off - t_on * b_off / b_on) * rate
         print(f"  {block:5d} {extra / split:6.1f}")
-    curve = runs(record / "curve" / "curve-ncu.txt")
+    reads: dict[str, float] = {}
+    curve = runs(record / "curve" / "curve-ncu.txt", reads)
     held = {(int(f["block"]), int(f["smem"])): int(f["blocks_per_sm"])  # the timed run's
             for f in (dict(kv.split("=", 1) for kv in line.split())
                       for line in (record / "curve" / "curve.txt").read_text().splitlines())}
     print("open sectors (strided against contiguous): block, blocks an SM, shared memory, "
-          "bytes a sector beyond the DRAM bytes it moves more (those, in brackets)")
+          "bytes a sector beyond the DRAM bytes it moves more (those, in brackets), and the "
+          "DRAM bytes read back per byte of an open sector (READ_BACK_BY_BLOCKS)")
     for key, (t_s, b_s) in curve.items():
         if not key.endswith("strided=1"):
             continue
@@ -79,7 +84,9 @@ def main() -> None:
         smem = int(re.search(r"smem=(\d+)", key).group(1))  # type: ignore[union-attr]
         per_sm = held[(block, smem)]
         extra = (t_s - t_c) * rate - (b_s - b_c)
-        print(f"  {block:5d} {per_sm:3d} {smem:7d} {extra / split:6.1f} ({(b_s - b_c) / split:5.1f})")
+        back = (reads[key] - reads[key.replace("strided=1", "strided=0")]) / (32 * split)
+        print(f"  {block:5d} {per_sm:3d} {smem:7d} {extra / split:6.1f} ({(b_s - b_c) / split:5.1f})"
+              f" {back:5.3f}")
 
 
 if __name__ == "__main__":
