@@ -142,7 +142,7 @@ def _store_end_places(grid: Sequence[int], warps: int) -> list[tuple[int, int, i
     offsets += [-k for k in range(1, middle + 1)][:STORE_END_SAMPLE - 1 - len(offsets)]
     rows = _row_warps(warps)
     if not offsets:
-        return [(axis, 0, w % warps) for w in range(1, min(STORE_END_SAMPLE, warps))]
+        return [(axis, 0, w) for w in range(1, min(STORE_END_SAMPLE, warps))]
     return [(axis, k, rows[j + 1]) for j, k in enumerate(offsets)]
 
 
@@ -156,16 +156,21 @@ def _store_ends(t: Traffic, first: Traffic, second: Traffic | None, ptx: str, en
     middle block's warps may all start on one (warp 0's row, a multiple of 8 where a block
     holds 8+ rows). Warp 0 of the middle block and up to STORE_END_SAMPLE - 1 more
     (_store_end_places: rows on every offset mod 8 where a block or a warp walks a row
-    indexed along the grid's longest axis, with 8+ blocks after the middle one; the
+    indexed along the grid's longest axis, with 7+ blocks after the middle one; the
     sample's last warp too where fewer are). The first of them runs as a probe: where
     neither it nor the sample split a store, nothing changes. Per warp store, as the mean
     of the warps that ran the same unit (block_sample's test, less the FLOPs: warps of a
     block differ a little in their reductions)."""
     from occupancy.tune.ptxsim import WARP, PtxError, run_warp
 
-    places = _store_end_places(grid, max(1, math.prod(block) // WARP))
+    warps = max(1, -(-math.prod(block) // WARP))  # a partial last warp is a warp
+    places = _store_end_places(grid, warps)
     samples = [first]
-    if second is not None and len(places) < STORE_END_SAMPLE - 1:
+    # the sample's last warp fills in where fewer places exist, unless it is one of them
+    # (the next block's warp 0 where a block is one warp; a one-block grid's last warp)
+    seconds = {(0, 0, warps - 1)} if warps > 1 else {(0, 1, 0)}
+    if second is not None and len(places) < STORE_END_SAMPLE - 1 \
+            and not any((0 if k == 0 else a, k, w) in seconds for a, k, w in places):
         samples.append(second)
     for i, (axis, k, warp) in enumerate(places):
         if i == 1 and not any(x.split_store_sectors for x in (*samples, t)):
