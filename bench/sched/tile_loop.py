@@ -94,7 +94,7 @@ def clocks(point: dict, problem: dict, where: dict[str, Path], seen: dict) -> fl
 def judge(meas: list[float], pred: list[float]) -> str:
     fast = min(range(len(meas)), key=meas.__getitem__)
     pick = min(range(len(pred)), key=pred.__getitem__)
-    err = statistics.median(abs(x / m - 1) for m, x in zip(meas, pred))
+    err = statistics.median(abs(x / m - 1) for m, x in zip(meas, pred, strict=True))
     rank = 1 + sum(x < pred[fast] for x in pred)
     return f"#{rank:<3d} pick {meas[pick] / meas[fast] - 1:+6.1%} err {err:5.1%}"
 
