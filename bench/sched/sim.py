@@ -17,12 +17,15 @@ word of each instruction:
 one instruction a clock over them (the warp that issued last first, else the one ready
 longest), an instruction when its warp's stall count has passed, its scoreboards have
 cleared and its pipe is free. Assumed (the constants below): a shared load's result
-SHARED_LOAD_CLOCKS after issue, other variable-latency results OTHER_LOAD_CLOCKS (a tile's
-global loads are the memory side's, not this probe's); a read scoreboard READ_SB_CLOCKS; the
-FMA pipe 1 clock an FP32 instruction and 2 an IMAD, the ALU pipe ALU_CLOCKS, the load/store
-unit LSU_CLOCKS a shared wavefront (an SM's one a clock shared by 4 sub-partitions:
-bench/results/h200-pipemix), MUFU 8; a register read stalls a clock for each source beyond
-the first in one of BANKS banks (register number mod 2) that the reuse cache does not hold.
+SHARED_LOAD_CLOCKS after issue, other variable-latency results OTHER_LOAD_CLOCKS (a global
+load's: the caller sets it, tile_loop.py to the L2's or DRAM's latency); a read scoreboard
+READ_SB_CLOCKS; the FMA pipe 1 clock an FP32 instruction and 2 an IMAD, the ALU pipe
+ALU_CLOCKS, the load/store unit LSU_CLOCKS a wavefront (an SM's one a clock shared by 4
+sub-partitions: bench/results/h200-pipemix): a shared access its width's wavefronts, times
+SHARED_WAVEFRONT_SCALE where the caller knows its bank conflicts, a global load one a
+128-byte line (its width where coalesced, GLOBAL_LINES_PER_LOAD where counted); MUFU 8; a
+register read stalls a clock for each source beyond the first in one of BANKS banks
+(register number mod 2) that the reuse cache does not hold.
 A barrier releases when the block's warps on this sub-partition reach it.
 
 Usage: python bench/sched/sim.py CUBIN W [W ...]   (issued instructions a clock, per loop)
@@ -44,6 +47,8 @@ READ_SB_CLOCKS = 4
 ALU_CLOCKS = 2
 LSU_CLOCKS = 4
 BANKS = 2
+SHARED_WAVEFRONT_SCALE = 1.0  # ptxsim's shared wavefronts over the widths' (bank conflicts)
+GLOBAL_LINES_PER_LOAD: float | None = None  # ptxsim's lines a warp load; None: its width
 
 _INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*/\* 0x[0-9a-f]{16} \*/")
 _HI = re.compile(r"^\s*/\* (0x[0-9a-f]{16}) \*/")
@@ -125,7 +130,13 @@ def pipe_of(ins: Insn) -> tuple[str, int]:
         return "fma", 2
     if b in _MEMORY:
         width = 4 if ".128" in ins.op else 2 if ".64" in ins.op else 1
-        return "lsu", LSU_CLOCKS * (width if b in ("LDS", "STS") else 1)
+        if b in ("LDS", "STS"):
+            return "lsu", max(1, round(LSU_CLOCKS * width * SHARED_WAVEFRONT_SCALE))
+        if b == "LDG" and GLOBAL_LINES_PER_LOAD:  # one wavefront a 128-byte line
+            return "lsu", max(1, round(LSU_CLOCKS * GLOBAL_LINES_PER_LOAD))
+        if b in ("LDG", "STG"):  # a coalesced warp access: one wavefront a 128-byte line
+            return "lsu", LSU_CLOCKS * width
+        return "lsu", LSU_CLOCKS
     if b == "MUFU":
         return "mufu", 8
     if b in _NO_PIPE:
