@@ -91,9 +91,18 @@ def counts(path: Path) -> tuple[dict, dict[str, dict[str, Any]]]:
 
 
 def index(cache: Path) -> dict[str, Path]:
-    """Every SGEMM instance's mangled name, to the cubin that holds it."""
+    """Every SGEMM_CUDA instance's mangled name, to the cubin that holds it: only cubins
+    built from SGEMM_CUDA's sources (the build's first dependency is its wrapper, whose
+    first line includes the source), since examples/sgemm's kernel has the same name."""
     out: dict[str, Path] = {}
     for cubin in sorted(cache.glob("*.cubin")):
+        meta = cubin.with_suffix(".json")
+        try:
+            wrapper = Path(json.loads(meta.read_text())["deps"][0][0])
+            if "SGEMM_CUDA" not in wrapper.read_text().splitlines()[0]:
+                continue
+        except (OSError, ValueError, KeyError, IndexError):
+            continue
         for name in _NAME.findall(cubin.read_bytes()):
             out.setdefault(name.decode(), cubin)
     return out
