@@ -226,10 +226,11 @@ def test_odd_ptx_is_followed_or_refused(body: str) -> None:
 
 def test_unrolled_loop_merges_row_reads() -> None:
     """A register-blocked tile loop whose k loop stays rolled in PTX (SGEMM_CUDA's 2-D
-    blocktiling is written this way): ptxas unrolls it 4x and reads each of a thread's 8
-    rows of As as one LDS.128 per 4 k. The PTX has 8 scalar loads per k, each 2 wavefronts
-    (a warp's two rows, 256 B apart, share banks): 16 per k. Merged: 2 wavefronts per
-    LDS.128 over 4 k, 4 per k, 96 fewer per tile (8 k). The unit is the tile loop (its
+    blocktiling is written this way), the merge's counting: where ptxas unrolls it 4x and
+    reads each of a thread's 8 rows of As as one LDS.128 per 4 k (here it keeps them scalar,
+    the next test; coldot.cu's 1-D loop has them merged). The PTX has 8 scalar loads per k, each 2
+    wavefronts (a warp's two rows, 256 B apart, share banks): 16 per k. Merged: 2 wavefronts
+    per LDS.128 over 4 k, 4 per k, 96 fewer per tile (8 k). The unit is the tile loop (its
     loads and barriers), not the k loop, and the unroll comes from the SASS (128 FFMAs in
     the SASS loop over 32 per PTX iteration)."""
     need_nvcc()
@@ -254,8 +255,8 @@ def test_unrolled_loop_merges_row_reads() -> None:
     mix = dict(compile_build(build)[entry].loop_mix or ())
     if not mix:
         pytest.skip("no nvdisasm: the SASS loop is not read")
-    assert mix["ffma"] == 128 and mix["lds_wavefronts"] == 8 * 4 + 8 * 2  # 8 LDS.128, 8 LDS.64
-    t = warp_traffic(build, entry, args, block, grid, 32, sass_ffma=mix["ffma"])
+    assert mix["ffma"] == 128 and mix["lds_wavefronts"] == 32 + 4 * 4  # 32 LDS, 4 LDS.128
+    t = warp_traffic(build, entry, args, block, grid, 32, sass_ffma=mix["ffma"])  # no share
     assert t is not None and t.shared_wavefronts < plain.shared_wavefronts
     # the SASS loop read is the tile loop (its loads and barriers) with the unrolled k loop
     # nested in it: that runs twice a tile, so the tile's issue slots are the body's outside
@@ -266,6 +267,60 @@ def test_unrolled_loop_merges_row_reads() -> None:
     tile = unit_mix(mix, t)
     assert tile["ffma"] == t.ffma == 256 and tile["bar"] == 2 and tile["ldg"] == mix["ldg"]
     assert tile["total"] == mix["total"] + mix["inner_total"]
+
+
+def test_row_reads_stay_scalar_where_the_sass_loop_kept_them() -> None:
+    """rowdot's loop (TM = 8): ptxas unrolls its k loop 4x but keeps the 8 row reads of As
+    scalar, 32 LDS beside 4 LDS.128, 2/3 of the words its shared loads move. ptxsim's first
+    run says what merging would leave: 8 words a k stepping (As), 4 in a wide group (Bs),
+    none else, so merged 0 of 12 words go scalar, kept 8 of 12: the SASS's 2/3 says kept,
+    and the warp is counted with its 8 scalar loads a k, not a quarter of 8 LDS.128
+    (SGEMM_CUDA's kernel at BM = BN = 128, BK = 16, TM = 8, TN = 4: Nsight Compute counted
+    105.6 M shared wavefronts where the merge gave 71.3 M, bench/results/h200-sgemm2d-ncu).
+    coldot's 1-D loop (TM = 16, BK = 4): 16 LDS.128 beside 4 LDS (Bs), a share of 1/17; 16
+    of 17 words step, 1 does not: merged, as before."""
+    need_nvcc()
+    from occupancy.build.builds import compile_build
+    from occupancy.tune.traffic import merged_across, warp_traffic
+
+    cases = (("rowdot", [128], (8, 0, 12), (32, 4), False),
+             ("coldot", [256], (16, 1, 17), (4, 16), True))
+    for name, block, (stream, plain_words, every), (scalar, wide), merges in cases:
+        build = make_build(ROOT / "tests/fixtures/unrolled" / f"{name}.cu", "sm_90")
+        ptx = build_ptx(build)
+        entry = _entry(ptx, name)
+        args, grid = [4096, 4096, 4096, A, B, C], [64, 64]
+        words: dict[str, float] = {}
+        plain = run_warp(ptx, entry, args, block, grid, lds_words=words)
+        assert words["stream"] * every == stream * words["all"]
+        assert words["plain"] * every == plain_words * words["all"]
+        merged = run_warp(ptx, entry, args, block, grid, unroll=4)
+        kept = run_warp(ptx, entry, args, block, grid, unroll=4, merge=(True, True, False))
+        assert kept.shared_wavefronts == plain.shared_wavefronts > merged.shared_wavefronts
+        mix = dict(compile_build(build)[entry].loop_mix or ())
+        if not mix:
+            pytest.skip("no nvdisasm: the SASS loop is not read")
+        assert mix["lds_scalar"] == scalar and mix["lds_wavefronts"] == scalar + 4 * wide
+        assert round(mix["ffma"] / plain.inner_ffma) == 4
+        share = mix["lds_scalar"] / mix["lds_wavefronts"]
+        assert merged_across(words, share) is merges
+        t = warp_traffic(build, entry, args, block, grid, 32, sass_ffma=mix["ffma"],
+                         scalar_share=share)
+        assert t is not None
+        assert t.shared_wavefronts == (merged if merges else kept).shared_wavefronts
+
+
+def test_merged_across_takes_the_nearer_share() -> None:
+    """merged_across: the SASS share nearer the merged one merges, a tie merges, and without
+    a SASS read or a load that steps, the merge stands."""
+    from occupancy.tune.traffic import merged_across
+
+    words = {"all": 16.0, "stream": 8.0, "plain": 2.0}  # merged 2/16 scalar, kept 10/16
+    assert merged_across(words, 0.0) and merged_across(words, 0.125) and merged_across(words, 0.375)
+    assert not merged_across(words, 0.376) and not merged_across(words, 1.0)
+    assert merged_across(words, None)
+    assert merged_across({"all": 12.0, "stream": 0.0, "plain": 12.0}, 1.0)
+    assert merged_across({}, 1.0)
 
 
 def test_scalar_shared_loads_stay_scalar_where_ptxas_merged_none() -> None:

@@ -33,8 +33,9 @@ CACHE_FORMAT = 9  # what a cache entry holds; bump when KernelResources gains a 
 # `pass_loops`; 7: and the function's wide shared accesses, `wide_lds` and `wide_sts`, and
 # `pass_loops` by whole loops, each counted once; 8: and the instructions of the narrow
 # pipes, `alu`, `imad`, `mufu`; 9: and the register-indexed __constant__ reads, `ldc3`, and
-# the module's __constant__ bytes, `cbank3`.)
-MIX_FORMAT = 9
+# the module's __constant__ bytes, `cbank3`; 10: and the loop's scalar shared loads,
+# `lds_scalar`.)
+MIX_FORMAT = 10
 
 
 def cache_dir() -> Path:

@@ -14,8 +14,11 @@ _SASS_FUNC = re.compile(r"^\.text\.(\S+):\s*$")
 _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
 _SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                         r"(?:.*?`\((\.L_x_\d+)\))?")
-COUNTED_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "sts_wavefronts", "ldg", "stg",
-                "bar", "div_ffma", "uldc", "ldc3", "warp_wait", *PIPE_KEYS)
+COUNTED_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "lds_scalar", "sts_wavefronts", "ldg",
+                "stg", "bar", "div_ffma", "uldc", "ldc3", "warp_wait", *PIPE_KEYS)
+# `lds_scalar`: the loop's shared loads of 32 bits or less, beside `lds_wavefronts` (the 32-bit
+# words all its shared loads move): where ptxas kept a load scalar that steps one element
+# an iteration of the loop it unrolled, ptxsim must not merge it (tune/traffic.py)
 # `inner_*`: the part of the body that lies in loops nested inside it with FFMAs (a k loop
 # ptxas kept rolled inside the tile loop): those instructions run once per iteration of
 # the inner loop, not of the body (model.unit_mix scales them)
@@ -167,6 +170,7 @@ def _counts(body: Sequence[_Insn]) -> dict[str, int]:
             mix["fp32"] += 1
         elif op in ("LDS", "LDSM"):
             mix["lds_wavefronts"] += _width(suffix)
+            mix["lds_scalar"] += op == "LDS" and _width(suffix) == 1
         elif op == "STS":
             mix["sts_wavefronts"] += _width(suffix)
         elif op in ("LDG", "LD"):

@@ -26,8 +26,9 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
              grid: Sequence[int], banks: int = 32, warp: int = 0, whole: bool = False,
              unroll: int = 1, first_block: bool = False,
              atomic_log: list[tuple[int, bool]] | None = None, next_block: int = 0,
-             merge: tuple[bool, bool] = (True, True), foreign: Mapping[int, int] | None = None,
-             touched: dict[int, int] | None = None, along: int = 0) -> Traffic:
+             merge: tuple[bool, ...] = (True, True), foreign: Mapping[int, int] | None = None,
+             touched: dict[int, int] | None = None, along: int = 0,
+             lds_words: dict[str, float] | None = None) -> Traffic:
     """Run one warp (0 by default) of the middle block of the grid (of block 0 where
     `first_block`); its traffic per unit (see Traffic). A loop that repeats itself ends the
     run early (its iteration is the unit) unless `whole`: then only MAX_STEPS does (a
@@ -40,7 +41,8 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
     `merge`: whether ptxas merged scalar shared (loads, stores) into wide accesses (see
     Warp). `foreign`: per 32-B sector, the bytes another warp of the sample touches too,
     which weigh nothing in the warp's reuse distances (ptx_counters.Distinct); `touched`
-    receives the bytes this warp touched, per sector. PtxError for PTX it cannot follow,
+    receives the bytes this warp touched, per sector; `lds_words` the 32-bit words its
+    shared loads moved (Warp.lds_words). PtxError for PTX it cannot follow,
     whatever went wrong inside."""
     import struct
 
@@ -48,7 +50,8 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
         raise PtxError(f"{entry}: the block has no warp {warp}")
     try:
         return _run_warp(ptx, entry, params, block, grid, banks, warp, whole, unroll,
-                         first_block, atomic_log, next_block, merge, foreign, touched, along)
+                         first_block, atomic_log, next_block, merge, foreign, touched, along,
+                         lds_words)
     except PtxError:
         raise
     except (ArithmeticError, ValueError, IndexError, KeyError, TypeError, AttributeError,
@@ -59,9 +62,10 @@ def run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequenc
 def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequence[int],
               grid: Sequence[int], banks: int, warp: int, whole: bool, unroll: int,
               first_block: bool = False, atomic_log: list[tuple[int, bool]] | None = None,
-              next_block: int = 0, merge: tuple[bool, bool] = (True, True),
+              next_block: int = 0, merge: tuple[bool, ...] = (True, True),
               foreign: Mapping[int, int] | None = None,
-              touched: dict[int, int] | None = None, along: int = 0) -> Traffic:
+              touched: dict[int, int] | None = None, along: int = 0,
+              lds_words: dict[str, float] | None = None) -> Traffic:
     """run_warp's work: the kernel decoded, the warp placed in its block, run, and its
     counters reduced to the unit."""
     k = _parsed(ptx, entry)
@@ -80,6 +84,8 @@ def _run_warp(ptx: str, entry: str, params: Sequence[float | int], block: Sequen
         atomic_log.extend(w.atomic_log)
     if touched is not None:
         touched.update(w.reuse.bytes)
+    if lds_words is not None:
+        lds_words.update(w.lds_words())
     return Traffic(finished, len(w.lanes), **dict(zip(FIELDS, unit, strict=True)), inner_ffma=inner,
                    phases=float(phases))
 

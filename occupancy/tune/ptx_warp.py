@@ -105,7 +105,7 @@ class Warp:
 
     def __init__(self, k: Kernel, params: Mapping[str, float | int], block: Sequence[int],
                  block_index: Sequence[int], grid: Sequence[int], banks: int,
-                 warp: int = 0, unroll: int = 1, merge: tuple[bool, bool] = (True, True)
+                 warp: int = 0, unroll: int = 1, merge: tuple[bool, ...] = (True, True)
                  ) -> None:
         self.k = k
         # ptxas's unroll of the hottest loop (its SASS body over one PTX iteration): a
@@ -113,10 +113,19 @@ class Warp:
         # access per `unroll` iterations (As[row * BK + k] for k, k+1, ... -> LDS.128)
         self.unroll = unroll
         # whether ptxas merged scalar shared (loads, stores) into wide ones at all (the
-        # SASS has some): where it did not, each scalar access counts as issued
+        # SASS has some): where it did not, each scalar access counts as issued; a third
+        # flag, whether it merged loads across the iterations it unrolled (tune/traffic.py
+        # reads that from the SASS loop; without it, as loads)
         self.merge = merge
+        self.across = merge[2] if len(merge) > 2 else merge[0]
         self.last_shared: dict[int, list[int]] = {}
         self.streaming: set[int] = set()  # accesses seen stepping one element per iteration
+        # the 32-bit words each shared load moved, where it went scalar (instruction ->
+        # words), and all of them: with `stepping` (the scalar loads seen stepping one
+        # element, whatever the unroll) what lds_words reports
+        self.scalar_words: dict[int, float] = {}
+        self.stepping: set[int] = set()
+        self.load_words = 0.0
         self.params = params
         self.banks = banks
         bx, by, bz = (list(block) + [1, 1])[:3]
@@ -405,9 +414,14 @@ class Warp:
                     self.vec_ok[i] = ok
                     if ok:
                         self.count_shared([a - off for a in addrs], gw)
+                        self.load_words += gw / 4 if ins.op == "ld" else 0
                         return False
                 elif self.vec_ok.get(leader):
                     return False
+            if ins.op == "ld":
+                self.load_words += width / 4
+                if width <= 4:
+                    self.scalar_words[i] = self.scalar_words.get(i, 0.0) + width / 4
             merged = self.across_iterations(i, ins, addrs, width)
             if merged:
                 return False
@@ -420,15 +434,26 @@ class Warp:
         self.count_global(addrs, width, store or ins.op == "atom", atomic, "cs" in ins.parts)
         return True
 
+    def lds_words(self) -> dict[str, float]:
+        """The 32-bit words the warp's shared loads moved: all of them, and of those moved by
+        scalar loads, the ones stepping one element an iteration (`stream`: what ptxas may
+        merge across the iterations it unrolls) and the rest (`plain`)."""
+        stream = sum(w for i, w in self.scalar_words.items() if i in self.stepping)
+        return {"all": self.load_words, "stream": stream,
+                "plain": sum(self.scalar_words.values()) - stream}
+
     def across_iterations(self, i: int, ins: Insn, addrs: list[int], width: int) -> bool:
         """Count a scalar shared load that the unrolled loop merges with its next
         iterations' as 1/n of the wide access at the aligned base (n elements of `width`);
         False where it does not step one element per iteration."""
         prev, self.last_shared[i] = self.last_shared.get(i), addrs
-        if self.unroll < 2 or ins.op != "ld" or width not in (4, 8) or not self.merge[0]:
+        steps = ins.op == "ld" and width in (4, 8) and prev is not None \
+            and len(prev) == len(addrs) and all(a - p == width for a, p in zip(addrs, prev, strict=True))
+        if steps:
+            self.stepping.add(i)
+        if self.unroll < 2 or ins.op != "ld" or width not in (4, 8) or not self.across:
             return False
-        if prev is not None and len(prev) == len(addrs) \
-                and all(a - p == width for a, p in zip(addrs, prev, strict=True)):
+        if steps:
             self.streaming.add(i)  # (the unrolled body's first iteration is merged too)
         if i not in self.streaming:
             return False

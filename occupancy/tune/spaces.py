@@ -353,11 +353,16 @@ def traffic_job(spec: TuneSpec, pt: Point, build: Any, res: KernelResources, dev
     # without declared FLOPs nothing scales one loop iteration to the run: run it whole;
     # ptxas's unroll is read from the FFMA loop nested in the SASS's hottest loop (a k loop
     # inside the tile loop), else from the hottest loop's own FFMAs; a SASS without wide
-    # shared loads (stores) says ptxas merged none (without a SASS read, merges stand)
+    # shared loads (stores) says ptxas merged none (without a SASS read, merges stand); the
+    # loop's share of words its scalar shared loads move says whether it merged those that
+    # step across iterations (the nested FFMA loop's, where ptxas kept one)
     mix = dict(res.loop_mix or ())
     merge = (mix.get("wide_lds", 1) > 0, mix.get("wide_sts", 1) > 0)
+    where = "inner_" if mix.get("inner_lds_wavefronts") else ""
+    words = mix.get(where + "lds_wavefronts", 0)
+    share = mix[where + "lds_scalar"] / words if words and where + "lds_scalar" in mix else None
     return (build, res.function, values, pt.block, pt.grid, dev.shared_memory_banks,
-            "flops" not in spec.work, work_ffma(mix, "inner_") or work_ffma(mix), merge)
+            "flops" not in spec.work, work_ffma(mix, "inner_") or work_ffma(mix), merge, share)
 
 
 def kernel_tuner_restrictions(report: TuneReport) -> list[str]:

@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from functools import cache
 from pathlib import Path
@@ -31,9 +31,27 @@ def _emulator_hash() -> str:
                           ).hexdigest()[:16]
 
 
+def merged_across(words: Mapping[str, float], scalar_share: float | None) -> bool:
+    """Whether ptxas merged the scalar shared loads that step one element an iteration (`As[row
+    * BK + k]` over k) across the iterations it unrolled, by the SASS loop's share of words
+    moved by scalar LDS (`scalar_share`) against the shares ptxsim's first run gives with
+    those loads merged and kept scalar (`words`: Warp.lds_words): the nearer wins, a tie
+    merges. SGEMM_CUDA's 2-D kernel at BM = BN = 128, BK = 16, TM = 8, TN = 4: ptxas unrolled
+    the k loop by 4 and kept A's 8 loads scalar (32 LDS beside 4 LDS.128, a share of 2/3);
+    merged, ptxsim had counted 71.3 M shared wavefronts where Nsight Compute counts 105.6 M
+    (bench/results/h200-sgemm2d-ncu). At BM = BN = 64, BK = 16, TM = TN = 4 it merged them
+    (16 LDS.128, a share of 0). Without a SASS read or stepping loads, as before: merged."""
+    every, stream = words.get("all", 0.0), words.get("stream", 0.0)
+    if scalar_share is None or stream <= 0 or every <= 0:
+        return True
+    plain = words.get("plain", 0.0)
+    return abs(scalar_share - plain / every) <= abs(scalar_share - (plain + stream) / every)
+
+
 def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: Sequence[int],
                  grid: Sequence[int], banks: int, whole: bool = False,
-                 sass_ffma: int = 0, merge: tuple[bool, bool] = (True, True)) -> Traffic | None:
+                 sass_ffma: int = 0, merge: tuple[bool, ...] = (True, True),
+                 scalar_share: float | None = None) -> Traffic | None:
     """One warp of a kernel of this build run on its PTX (ptxsim), with the launch's
     argument values; cached beside the build by the PTX, the launch and the emulator's
     code. None where there is no PTX or the emulator cannot follow it. `sass_ffma`: the
@@ -43,7 +61,10 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     scalar shared loads that step across iterations, as ptxas does). `merge`: whether the
     SASS has wide shared (loads, stores) at all (sass_loops' `wide_lds`, `wide_sts`): ptxas
     merges scalar ones only where it proves their alignment, and where it merged none,
-    ptxsim merges none."""
+    ptxsim merges none. `scalar_share`: the share of the 32-bit words the SASS loop's shared
+    loads move that scalar LDS move (sass_loops' `lds_scalar` over `lds_wavefronts`; None:
+    no SASS read): it says whether ptxas merged the loads that step across iterations where
+    it merged others (merged_across)."""
     from occupancy.tune.ptxsim import WARP, PtxError, Traffic, block_sample, run_warp
 
     try:
@@ -53,7 +74,8 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     if not ptx:
         return None
     blob = json.dumps([__version__, _emulator_hash(), entry, list(args), list(block), list(grid),
-                       banks, whole, sass_ffma, list(merge), hashlib.sha256(ptx.encode()).hexdigest()])
+                       banks, whole, sass_ffma, list(merge), scalar_share,
+                       hashlib.sha256(ptx.encode()).hexdigest()])
     path = cache_dir() / f"traffic-{hashlib.sha256(blob.encode()).hexdigest()}.json"
     try:
         return Traffic(**json.loads(path.read_text(encoding="utf-8")))
@@ -62,11 +84,13 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     first_log: list[tuple[int, bool]] = []
     last_log: list[tuple[int, bool]] = []
     first_bytes: dict[int, int] = {}
+    words: dict[str, float] = {}
     try:
         t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, atomic_log=first_log,
-                     merge=merge, touched=first_bytes)
+                     merge=merge, touched=first_bytes, lds_words=words)
         unroll = round(sass_ffma / t.inner_ffma) if t.inner_ffma and merge[0] else 1
         if unroll >= 2:
+            merge = (*merge[:2], merged_across(words, scalar_share))
             first_log.clear()
             first_bytes.clear()
             t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, unroll=unroll,
@@ -148,7 +172,7 @@ def _store_end_places(grid: Sequence[int], warps: int) -> list[tuple[int, int, i
 
 def _store_ends(t: Traffic, first: Traffic, second: Traffic | None, ptx: str, entry: str,
                 args: Sequence[float | int], block: Sequence[int], grid: Sequence[int],
-                banks: int, whole: bool, unroll: int, merge: tuple[bool, bool]) -> Traffic:
+                banks: int, whole: bool, unroll: int, merge: tuple[bool, ...]) -> Traffic:
     """The sectors a warp's stores leave partly written (split_store_sectors,
     open_store_sectors) as the rows' mean, not the sampled rows': they depend on where a
     row starts within a 32-B sector, which the row's index sets (a row of 50,257 floats
@@ -194,7 +218,7 @@ def _store_ends(t: Traffic, first: Traffic, second: Traffic | None, ptx: str, en
 def _contended(t: Traffic, ptx: str, entry: str, args: Sequence[float | int],
                block: Sequence[int], grid: Sequence[int], banks: int, whole: bool, unroll: int,
                first_log: list[tuple[int, bool]], last_log: list[tuple[int, bool]],
-               warps: int, merge: tuple[bool, bool]) -> Traffic:
+               warps: int, merge: tuple[bool, ...]) -> Traffic:
     """The warp's atomics whose address every block shares: warp 0 of block 0 is run too,
     and an address both blocks update is one counter the whole grid updates (an address
     that moves with the block index is not). Per block, warp 0 counts once and the last
@@ -221,8 +245,8 @@ def _contended(t: Traffic, ptx: str, entry: str, args: Sequence[float | int],
 
 
 def _job(args: tuple[Any, ...]) -> Traffic | None:
-    build, entry, values, block, grid, banks, whole, sass_ffma, merge = args
-    return warp_traffic(build, entry, values, block, grid, banks, whole, sass_ffma, merge)
+    build, entry, values, block, grid, banks, whole, sass_ffma, merge, share = args
+    return warp_traffic(build, entry, values, block, grid, banks, whole, sass_ffma, merge, share)
 
 
 PARALLEL_FROM = 16  # warp runs; fewer run here (a worker interpreter costs ~0.3 s to start)
