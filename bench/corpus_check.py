@@ -74,7 +74,7 @@ def _validation_logs(paths: list[str]) -> list[float]:
 
 def main() -> None:
     """python bench/corpus_check.py [--out=FILE] [--note=TEXT] [RECORDS...]: records re-predicted
-    by another commit (bench/corpus/repredict.py writes them) say so with --note."""
+    by another commit (bench/corpus_repredict.py writes them) say so with --note."""
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
     paths = args or sorted(glob.glob(str(ROOT / "bench/results/h200-corpus/*.json")))
