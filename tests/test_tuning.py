@@ -271,6 +271,28 @@ def test_top_level_include_dirs_flags_and_defines_reach_a_tuning_entry(tmp_path:
     assert r.exit_code == 2 and "include_dirs: no such folder" in r.stderr  # type: ignore[attr-defined]
 
 
+def test_paths_beside_a_linked_manifest_are_checked_as_they_are_used(tmp_path: Path) -> None:
+    """A manifest reached through a linked folder (a corpus linked into a checkout) names
+    `../inc`: the folder checked is the one the compiler is given, the `..` taken from the
+    folder as the user reached it. The reader had checked it as the system resolves it
+    (the link target's parent) and passed nvcc the other: one folder existing was enough to
+    pass, and the build read the other or none. Sources, constants and include_dirs alike."""
+    real = tmp_path / "real" / "sub"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    p = _top_level_manifest(real)
+    (real / "inc").rename(tmp_path / "inc")  # beside the link: ../inc as written
+    p.write_text(p.read_text().replace("include_dirs: [inc]", "include_dirs: [../inc]"))
+    spec = load_tuning(tmp_path / "link" / "tune.yaml", "k")
+    assert spec.include_dirs == (str(tmp_path / "inc"),)
+    assert spec.source == str(tmp_path / "link" / "k.cu")
+    # only the link target's parent has it: refused, naming the path it would have used
+    (tmp_path / "inc").rename(tmp_path / "real" / "inc")
+    with pytest.raises(OccupancyError, match="include_dirs: no such folder"):
+        load_tuning(tmp_path / "link" / "tune.yaml", "k")
+    assert load_tuning(real / "tune.yaml", "k").include_dirs == (str(tmp_path / "real" / "inc"),)
+
+
 @pytest.mark.slow
 def test_a_header_in_a_top_level_include_dir_compiles(tmp_path: Path) -> None:
     need_nvcc()

@@ -30,6 +30,14 @@ def display(path: str | os.PathLike[str]) -> str:
     return inert(str(path))
 
 
+def beside(base: Path, written: str) -> Path:
+    """The absolute path of a file a manifest names (relative to `base`, its folder), its `..`
+    taken as written: the folder as the user reached it, through a linked folder too, so that
+    the path checked is the path the compiler and the reader are given (the system resolves
+    `link/..` to the link target's parent, another folder)."""
+    return Path(os.path.abspath(written if os.path.isabs(written) else base / written))
+
+
 def regular_file(path: Path) -> bool:
     """Whether `path` names a regular file: False for a folder, a device, a missing file, and
     a path the system refuses (a name too long, a NUL byte), which Path.is_file raises on."""

@@ -12,7 +12,6 @@ key is one row below and one parser.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 from occupancy.core.errors import FileError, OccupancyError
 from occupancy.core.limits import INT32_MAX
-from occupancy.inputs.files import YamlDoc, regular_file
+from occupancy.inputs.files import YamlDoc, beside, regular_file
 from occupancy.inputs.flags import check_flags
 from occupancy.inputs.safety import check_define_name, define_value, excerpt, inert
 
@@ -188,10 +187,10 @@ def parse_compilers(v: Any, base: Path, line: int | None) -> dict[str, str]:
                          "/usr/local/cuda-12.4/bin/nvcc}", line)
     out = {}
     for arch, path in v.items():
-        q = Path(path) if os.path.isabs(path) else base / path
+        q = beside(base, path)
         if not regular_file(q):
             raise EntryError(f"compilers.{arch}: no such file {inert(str(q))}", line)
-        out[arch] = os.path.abspath(q)
+        out[arch] = str(q)
     return out
 
 
@@ -202,10 +201,10 @@ def parse_folders(v: Any, base: Path, line: int | None) -> tuple[str, ...]:
     for d in v:
         if "\x00" in d:
             raise EntryError("include_dirs: a path contains a NUL byte", line)
-        p = Path(d) if os.path.isabs(d) else base / d
+        p = beside(base, d)
         if not p.is_dir():
             raise EntryError(f"include_dirs: no such folder {inert(str(p))}", line)
-        out.append(os.path.abspath(p))
+        out.append(str(p))
     return tuple(out)
 
 

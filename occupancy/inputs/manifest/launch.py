@@ -13,7 +13,7 @@ from typing import Any
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.core.limits import INT32_MAX
-from occupancy.inputs.files import YamlDoc, read_yaml, regular_file
+from occupancy.inputs.files import YamlDoc, beside, read_yaml, regular_file
 from occupancy.inputs.manifest.keys import (
     LAUNCH,
     MAX_KERNELS,
@@ -136,10 +136,10 @@ class _Entry:
             return None
         if not isinstance(v, str) or not v or "\x00" in v:
             raise self.fail(f"{key} must be a file path", key)
-        q = Path(v) if os.path.isabs(v) else self.base / v
+        q = beside(self.base, v)
         if not regular_file(q):
             raise self.fail(f"{key}: no such file {inert(str(q))}", key)
-        return os.path.abspath(q), v
+        return str(q), v
 
     def files(self, key: str) -> tuple[str, ...]:
         """Absolute paths of a list of files the entry names (relative to the manifest)."""
@@ -149,10 +149,10 @@ class _Entry:
             raise self.fail(f"{key} must be a list of file paths", key)
         out = []
         for f in v:
-            q = Path(f) if os.path.isabs(f) else self.base / f
+            q = beside(self.base, f)
             if not regular_file(q):
                 raise self.fail(f"{key}: no such file {inert(str(q))}", key)
-            out.append(os.path.abspath(q))
+            out.append(str(q))
         return tuple(out)
 
     def block(self) -> tuple[int, ...]:

@@ -20,7 +20,7 @@ from typing import Any
 from occupancy.core.errors import OccupancyError
 from occupancy.core.limits import INT32_MAX
 from occupancy.inputs.expr import Expr, ExprError, array_operands, check_names, parse
-from occupancy.inputs.files import YamlDoc, read_yaml, regular_file
+from occupancy.inputs.files import YamlDoc, beside, read_yaml, regular_file
 from occupancy.inputs.manifest.keys import (
     TOLERANCE_HINT,
     TRITON,
@@ -207,10 +207,10 @@ class _Entry:
         if not sep or not where.endswith(".py") or not is_name(fn):
             raise self.fail(key, f"{inert(v[:80])!r} is not 'path/to/module.py:function' "
                             "(a .py file, relative to the manifest, and a Python identifier)")
-        q = Path(where) if os.path.isabs(where) else self.path.parent / where
+        q = beside(self.path.parent, where)
         if not regular_file(q):
             raise self.fail(key, f"no such file {inert(str(q))}")
-        return os.path.abspath(q), where, fn
+        return str(q), where, fn
 
     def function_key(self, key: str) -> PyFunction | None:
         if key not in self.e:
@@ -348,7 +348,7 @@ class _Entry:
     def config_file(self, raw: str) -> tuple[list[dict[str, int]], list[int], str]:
         if "\x00" in raw or not raw:
             raise self.fail("configs", "must be a file path")
-        q = Path(raw) if os.path.isabs(raw) else self.path.parent / raw
+        q = beside(self.path.parent, raw)
         if not regular_file(q):
             raise self.fail("configs", f"no such file {inert(str(q))}")
         try:
@@ -357,7 +357,7 @@ class _Entry:
             raise self.fail("configs", str(exc)) from None
         configs = list(by_size.values())
         out, lines = _unique(configs, [self.line("configs")] * len(configs))
-        return out, lines, os.path.abspath(q)
+        return out, lines, str(q)
 
     def space(self, known: set[str]) -> tuple[list[dict[str, int]], list[int]]:
         raw = self.e["space"]

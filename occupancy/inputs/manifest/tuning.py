@@ -14,7 +14,7 @@ from typing import Any
 from occupancy.core.errors import OccupancyError
 from occupancy.core.limits import INT32_MAX
 from occupancy.inputs.expr import Expr, ExprError, array_operands, check_names, parse
-from occupancy.inputs.files import YamlDoc, read_yaml, regular_file
+from occupancy.inputs.files import YamlDoc, beside, read_yaml, regular_file
 from occupancy.inputs.manifest.keys import (
     TOLERANCE_HINT,
     TUNE,
@@ -160,10 +160,10 @@ class _TuneEntry:
         src = self.e["source"]
         if not isinstance(src, str) or not src or "\x00" in src:
             raise self.fail("source", "must be a file path")
-        q = Path(src) if os.path.isabs(src) else self.path.parent / src
+        q = beside(self.path.parent, src)
         if not regular_file(q):
             raise self.fail("source", f"no such file {inert(str(q))}")
-        return os.path.abspath(q), src
+        return str(q), src
 
     def space(self) -> dict[str, tuple[Any, ...]]:
         raw = self.e.get("space", {"_": [0]}) if self.as_reference else self.e["space"]
@@ -356,13 +356,13 @@ class _TuneEntry:
             if not isinstance(f, str) or not f.endswith(".npy") or "\x00" in f:
                 raise self.fail("constants", f"{name}: give a .npy file (numpy.save), relative "
                                 "to the manifest")
-            q = Path(f) if os.path.isabs(f) else self.path.parent / f
+            q = beside(self.path.parent, f)
             if not regular_file(q):
                 raise self.fail("constants", f"{name}: no such file {inert(str(q))}")
             if q.stat().st_size > CONSTANT_FILE_BYTES:
                 raise self.fail("constants", f"{name}: {inert(f)} is over 64 KB, the constant "
                                 "bank: a __constant__ table cannot hold it")
-            out[name] = os.path.abspath(q)
+            out[name] = str(q)
         return out
 
 
