@@ -117,15 +117,16 @@ class Warp:
         # flag, whether it merged loads across the iterations it unrolled (tune/traffic.py
         # reads that from the SASS loop; without it, as loads)
         self.merge = merge
-        self.across = merge[2] if len(merge) > 2 else merge[0]
+        self.across = merge[0] and (merge[2] if len(merge) > 2 else True)
         self.last_shared: dict[int, list[int]] = {}
         self.streaming: set[int] = set()  # accesses seen stepping one element per iteration
-        # the 32-bit words each shared load moved, where it went scalar (instruction ->
-        # words), and all of them: with `stepping` (the scalar loads seen stepping one
-        # element, whatever the unroll) what lds_words reports
-        self.scalar_words: dict[int, float] = {}
+        # each shared load (explicitly .shared) that ran: instruction -> (the words one
+        # execution moves, as the SASS counts them: a scalar load one, a wide one its
+        # width in 32-bit words; whether it went scalar; how often it ran); with
+        # `stepping` (the scalar loads seen stepping one element, whatever the unroll)
+        # what lds_words reports
+        self.shared_loads: dict[int, list[float]] = {}
         self.stepping: set[int] = set()
-        self.load_words = 0.0
         self.params = params
         self.banks = banks
         bx, by, bz = (list(block) + [1, 1])[:3]
@@ -414,14 +415,13 @@ class Warp:
                     self.vec_ok[i] = ok
                     if ok:
                         self.count_shared([a - off for a in addrs], gw)
-                        self.load_words += gw / 4 if ins.op == "ld" else 0
+                        if ins.op == "ld" and "shared" in ins.parts:
+                            self._note_load(i, gw, False)
                         return False
                 elif self.vec_ok.get(leader):
                     return False
-            if ins.op == "ld":
-                self.load_words += width / 4
-                if width <= 4:
-                    self.scalar_words[i] = self.scalar_words.get(i, 0.0) + width / 4
+            if ins.op == "ld" and "shared" in ins.parts:
+                self._note_load(i, width, width <= 4)
             merged = self.across_iterations(i, ins, addrs, width)
             if merged:
                 return False
@@ -434,13 +434,22 @@ class Warp:
         self.count_global(addrs, width, store or ins.op == "atom", atomic, "cs" in ins.parts)
         return True
 
+    def _note_load(self, i: int, width: int, scalar: bool) -> None:
+        seen = self.shared_loads.setdefault(i, [1.0 if scalar else max(1.0, width / 4), scalar, 0])
+        seen[2] += 1
+
     def lds_words(self) -> dict[str, float]:
-        """The 32-bit words the warp's shared loads moved: all of them, and of those moved by
-        scalar loads, the ones stepping one element an iteration (`stream`: what ptxas may
-        merge across the iterations it unrolls) and the rest (`plain`)."""
-        stream = sum(w for i, w in self.scalar_words.items() if i in self.stepping)
-        return {"all": self.load_words, "stream": stream,
-                "plain": sum(self.scalar_words.values()) - stream}
+        """The 32-bit words one pass of the warp's loops moves by shared loads (each load that
+        ran twice or more counted once, as the SASS loop body holds it; a scalar load one
+        word, byte or half loads too, as sass_loops counts them): all of them, and of those
+        moved by scalar loads, the ones stepping one element an iteration (`stream`: what
+        ptxas may merge across the iterations it unrolls) and the rest (`plain`). Loads that
+        ran once (a prologue's) are left out; a skip-ahead does not change the counts it
+        reads. 8-byte loads that step are merged as 4-byte ones are judged, not counted."""
+        looped = {i: v for i, v in self.shared_loads.items() if v[2] >= 2}
+        stream = sum(v[0] for i, v in looped.items() if v[1] and i in self.stepping)
+        return {"all": sum(v[0] for v in looped.values()), "stream": stream,
+                "plain": sum(v[0] for v in looped.values() if v[1]) - stream}
 
     def across_iterations(self, i: int, ins: Insn, addrs: list[int], width: int) -> bool:
         """Count a scalar shared load that the unrolled loop merges with its next

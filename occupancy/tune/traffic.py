@@ -34,13 +34,14 @@ def _emulator_hash() -> str:
 def merged_across(words: Mapping[str, float], scalar_share: float | None) -> bool:
     """Whether ptxas merged the scalar shared loads that step one element an iteration (`As[row
     * BK + k]` over k) across the iterations it unrolled, by the SASS loop's share of words
-    moved by scalar LDS (`scalar_share`) against the shares ptxsim's first run gives with
-    those loads merged and kept scalar (`words`: Warp.lds_words): the nearer wins, a tie
-    merges. SGEMM_CUDA's 2-D kernel at BM = BN = 128, BK = 16, TM = 8, TN = 4: ptxas unrolled
-    the k loop by 4 and kept A's 8 loads scalar (32 LDS beside 4 LDS.128, a share of 2/3);
-    merged, ptxsim had counted 71.3 M shared wavefronts where Nsight Compute counts 105.6 M
-    (bench/results/h200-sgemm2d-ncu). At BM = BN = 64, BK = 16, TM = TN = 4 it merged them
-    (16 LDS.128, a share of 0). Without a SASS read or stepping loads, as before: merged."""
+    moved by scalar LDS (`scalar_share`: sass_loops' `lds_scalar` over `lds_wavefronts`, of
+    the loop the unroll is read from; None: no SASS read) against the shares ptxsim's first
+    run gives with those loads merged and kept scalar (`words`: Warp.lds_words): the nearer
+    wins, a tie merges. SGEMM_CUDA's 2-D kernel at BM = BN = 128, BK = 16, TM = 8, TN = 4:
+    ptxas unrolled the k loop by 4 and kept A's 8 loads scalar (32 LDS beside 4 LDS.128, a
+    share of 2/3); merged, ptxsim had counted 71.3 M shared wavefronts where Nsight Compute
+    counts 105.6 M (bench/results/h200-sgemm2d-ncu). At BM = 128, BN = 64, BK = 32 it merged
+    them (no scalar LDS, a share of 0). Without a SASS read or stepping loads: merged."""
     every, stream = words.get("all", 0.0), words.get("stream", 0.0)
     if scalar_share is None or stream <= 0 or every <= 0:
         return True
@@ -57,14 +58,10 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     code. None where there is no PTX or the emulator cannot follow it. `sass_ffma`: the
     FFMAs of the hottest SASS loop that do its work (model.work_ffma: a division's
     refinement is not counted); where that body holds several iterations of the PTX
-    loop, ptxas unrolled it, and the warp is run again with that unroll (ptxsim merges the
-    scalar shared loads that step across iterations, as ptxas does). `merge`: whether the
-    SASS has wide shared (loads, stores) at all (sass_loops' `wide_lds`, `wide_sts`): ptxas
-    merges scalar ones only where it proves their alignment, and where it merged none,
-    ptxsim merges none. `scalar_share`: the share of the 32-bit words the SASS loop's shared
-    loads move that scalar LDS move (sass_loops' `lds_scalar` over `lds_wavefronts`; None:
-    no SASS read): it says whether ptxas merged the loads that step across iterations where
-    it merged others (merged_across)."""
+    loop, ptxas unrolled it, and the warp is run again with that unroll (merging the scalar
+    shared loads that step across iterations where ptxas did: `scalar_share`, merged_across).
+    `merge`: whether the SASS has wide shared (loads, stores) at all (sass_loops' `wide_lds`,
+    `wide_sts`): where ptxas merged none, ptxsim merges none."""
     from occupancy.tune.ptxsim import WARP, PtxError, Traffic, block_sample, run_warp
 
     try:
