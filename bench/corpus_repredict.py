@@ -10,10 +10,11 @@ with the points sorted by prediction, as bench/corpus_check.py counts it. Measur
 verification and occupancy stay the record's. A point the model no longer ranks (pruned,
 or missing) keeps no prediction, and the script says so. The model is this checkout's: `tile`
 runs with this checkout as its working directory. Records go to OUT_DIR under their
-own names; OUT_DIR must not be a record's own folder (a record is never replaced in place).
+own names; OUT_DIR must not be a record's own folder, and a record already there is replaced
+only with --force (a measured record is never replaced by mistake).
 
 The manifests are the local corpus's (bench/CORPUS.md: the fetched sources stay out of the
-repository; bench/corpus/MANIFESTS.md says how to rebuild them).
+repository; bench/CORPUS.md says how to place them).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,13 +49,18 @@ MANIFESTS = {
 }
 
 
+def _fail(message: str) -> NoReturn:
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
+
+
 def space_id(path: Path) -> str:
     """The record's space: the longest MANIFESTS key its name starts with."""
     name = path.stem
     for key in sorted(MANIFESTS, key=len, reverse=True):
         if name.startswith(key + "-"):
             return key
-    raise SystemExit(f"Error: {path}: no corpus space named by its file name "
+    _fail(f"Error: {path}: no corpus space named by its file name "
                      f"(one of {', '.join(sorted(MANIFESTS))})")
 
 
@@ -67,7 +74,7 @@ def tile(manifest: Path, kernel: str, problem: dict[str, int]) -> dict[str, dict
         done = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=False, check=False,
                               cwd=ROOT)
         if done.returncode != 0:
-            raise SystemExit(f"Error: {manifest} --kernel {kernel}: occupancy tile exited "
+            _fail(f"Error: {manifest} --kernel {kernel}: occupancy tile exited "
                              f"{done.returncode}: {done.stderr.decode(errors='replace')[-400:]}")
         out.seek(0)
         report = json.load(out)
@@ -107,14 +114,18 @@ def repredict(path: Path, corpus: Path) -> tuple[dict, int, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("records", nargs="+", type=Path)
-    ap.add_argument("--corpus", type=Path, default=Path("bench/corpus"))
+    ap.add_argument("--corpus", type=Path, default=ROOT / "bench" / "corpus")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--force", action="store_true", help="replace records already in --out")
     a = ap.parse_args()
     out = a.out.resolve()
     for p in a.records:
         if p.resolve().parent == out:
-            raise SystemExit(f"Error: --out {a.out} holds the record {p}: write elsewhere, then "
+            _fail(f"Error: --out {a.out} holds the record {p}: write elsewhere, then "
                              "compare and move")
+        if (out / p.name).exists() and not a.force:
+            _fail(f"Error: --out {a.out} has a {p.name} already: another folder, or "
+                             "--force to replace it")
     out.mkdir(parents=True, exist_ok=True)
     for p in a.records:
         rec, moved, unranked = repredict(p, a.corpus)

@@ -226,7 +226,8 @@ def test_odd_ptx_is_followed_or_refused(body: str) -> None:
 
 def test_unrolled_loop_merges_row_reads() -> None:
     """A register-blocked tile loop whose k loop stays rolled in PTX (SGEMM_CUDA's 2-D
-    blocktiling is written this way), the merge's counting: where ptxas unrolls it 4x and
+    blocktiling is written this way), the merge's counting alone (no SASS share given, so
+    warp_traffic merges: the mechanics, not ptxas's choice): where ptxas unrolls it 4x and
     reads each of a thread's 8 rows of As as one LDS.128 per 4 k (here it keeps them scalar,
     the next test; coldot.cu's 1-D loop has them merged). The PTX has 8 scalar loads per k, each 2
     wavefronts (a warp's two rows, 256 B apart, share banks): 16 per k. Merged: 2 wavefronts

@@ -276,7 +276,8 @@ def test_paths_beside_a_linked_manifest_are_checked_as_they_are_used(tmp_path: P
     `../inc`: the folder checked is the one the compiler is given, the `..` taken from the
     folder as the user reached it. The reader had checked it as the system resolves it
     (the link target's parent) and passed nvcc the other: one folder existing was enough to
-    pass, and the build read the other or none. Sources, constants and include_dirs alike."""
+    pass, and the build read the other or none. (Sources, link files, constants and Triton
+    paths are read through the same inputs.files.beside.)"""
     real = tmp_path / "real" / "sub"
     real.mkdir(parents=True)
     (tmp_path / "link").symlink_to(real, target_is_directory=True)

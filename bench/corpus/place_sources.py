@@ -12,6 +12,7 @@ polygon are this project's and committed.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,13 +20,34 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
+COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+def _plain(path: str) -> bool:
+    """A relative path without '..', an option's dash or a control character."""
+    parts = path.split("/")
+    return bool(path) and not path.startswith(("/", "-")) and ".." not in parts \
+        and "" not in parts and all(c.isprintable() for c in path)
+
+
 def sources() -> list[tuple[str, str, str, str]]:
-    """(repository, commit, upstream path, path here) per fetched file."""
+    """(repository, commit, upstream path, path here) per fetched file, every row checked
+    before anything is written: a hex commit, plain relative paths, and a place here that
+    .gitignore keeps out of commits (no row can replace a manifest or land outside)."""
+    ignored = {line for line in (HERE / ".gitignore").read_text(encoding="utf-8").splitlines()
+               if line.startswith("/")}
     rows = []
-    for line in (HERE / "SOURCES.tsv").read_text(encoding="utf-8").splitlines():
-        if line and not line.startswith("#"):
-            repo, commit, upstream, here = line.split("\t")
-            rows.append((repo, commit, upstream, here))
+    for n, line in enumerate((HERE / "SOURCES.tsv").read_text(encoding="utf-8").splitlines(), 1):
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 4 or not COMMIT.fullmatch(fields[1]) \
+                or not all(_plain(f) for f in fields[2:]) or f"/{fields[3]}" not in ignored:
+            print(f"Error: SOURCES.tsv line {n}: give repository, a hex commit, a relative "
+                  "upstream path and a place listed in .gitignore, tab-separated", file=sys.stderr)
+            raise SystemExit(2)
+        repo, commit, upstream, here = fields
+        rows.append((repo, commit, upstream, here))
     return rows
 
 
@@ -56,10 +78,7 @@ def main(argv: list[str]) -> int:
             return 2
     missing = 0
     for repo, commit, upstream, here in rows:
-        dest = (HERE / here).resolve()
-        if HERE not in dest.parents:
-            print(f"Error: SOURCES.tsv: {here} lies outside {HERE}", file=sys.stderr)
-            return 2
+        dest = HERE / here
         if repo not in given:
             if not dest.is_file():
                 print(f"missing: {here} ({repo} {commit}: {upstream})")
