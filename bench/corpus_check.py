@@ -19,6 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from corpus_repredict import space_of as corpus_space  # noqa: E402
+
 from occupancy.tune.budget import Candidate, simulate  # noqa: E402
 
 # the split, made before anything was measured (see the corpus index, bench/CORPUS.md)
@@ -27,9 +30,9 @@ VALIDATION = ("sgemm-2d", "sgemm-warptiling", "samples-matrixmul", "samples-redu
 
 
 def space_of(path: str) -> str:
-    name = Path(path).stem
-    return next((s for s in sorted(VALIDATION, key=len, reverse=True) if name.startswith(s + "-")),
-                name.rsplit("-", 1)[0])
+    """The record's space (bench/corpus_repredict.py's ids; its name less the last part for
+    a record of no corpus space)."""
+    return corpus_space(path) or Path(path).stem.rsplit("-", 1)[0]
 
 
 def check(path: str) -> dict[str, object] | None:

@@ -54,12 +54,19 @@ def _fail(message: str) -> NoReturn:
     raise SystemExit(2)
 
 
+def space_of(path: str | Path) -> str | None:
+    """A record's corpus space: the longest MANIFESTS key its file name starts with (the
+    rest is its sizes); None for a record of no corpus space."""
+    name = Path(path).stem
+    return next((k for k in sorted(MANIFESTS, key=len, reverse=True) if name.startswith(k + "-")),
+                None)
+
+
 def space_id(path: Path) -> str:
-    """The record's space: the longest MANIFESTS key its name starts with."""
-    name = path.stem
-    for key in sorted(MANIFESTS, key=len, reverse=True):
-        if name.startswith(key + "-"):
-            return key
+    """space_of, or an error naming the spaces."""
+    space = space_of(path)
+    if space is not None:
+        return space
     _fail(f"Error: {path}: no corpus space named by its file name "
                      f"(one of {', '.join(sorted(MANIFESTS))})")
 

@@ -456,11 +456,13 @@ class Warp:
         iterations' as 1/n of the wide access at the aligned base (n elements of `width`);
         False where it does not step one element per iteration."""
         prev, self.last_shared[i] = self.last_shared.get(i), addrs
-        steps = ins.op == "ld" and width in (4, 8) and prev is not None \
-            and len(prev) == len(addrs) and all(a - p == width for a, p in zip(addrs, prev, strict=True))
+        if ins.op != "ld" or width not in (4, 8):
+            return False
+        steps = prev is not None and len(prev) == len(addrs) \
+            and all(a - p == width for a, p in zip(addrs, prev, strict=True))
         if steps:
             self.stepping.add(i)
-        if self.unroll < 2 or ins.op != "ld" or width not in (4, 8) or not self.across:
+        if self.unroll < 2 or not self.across:
             return False
         if steps:
             self.streaming.add(i)  # (the unrolled body's first iteration is merged too)
