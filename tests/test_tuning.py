@@ -1016,6 +1016,39 @@ def test_a_unit_across_phases_waits_once_per_batch_of_its_loads() -> None:
     assert l2_reread_share(dev, occ, grid, lost) == pytest.approx(10 / 40)
 
 
+def test_resident_blocks_share_the_sm_as_a_closed_queue() -> None:
+    """busy_share: B blocks cycling between `compute` on the SM (shared) and `wait` for their
+    loads (each its own). One block computes compute / (compute + wait) of the time; two,
+    1 - 1 / (1 + 2r + 2r^2) with r = compute / wait (the sum's terms B! / (B - k)! r^k);
+    more blocks never compute less; no wait, or no block (taken as one), as it must be.
+    The tiled stall is its inverse: SGEMM_CUDA's 1-D blocktiling's 4 blocks of a 334-clock
+    tile behind 780 clocks of exposed latency stall 1.15x, where independent blocks (f^B,
+    the form before) stalled 1.32x."""
+    from occupancy.tune.model import DRAM_LATENCY_CLOCKS, _tiled_loop_stall, busy_share
+    from occupancy.tune.ptxsim import FIELDS, Traffic
+
+    assert busy_share(1, 300.0, 700.0) == pytest.approx(0.3)
+    r = 300.0 / 700.0
+    assert busy_share(2, 300.0, 700.0) == pytest.approx(1 - 1 / (1 + 2 * r + 2 * r * r))
+    assert busy_share(3, 300.0, 700.0) == pytest.approx(
+        1 - 1 / (1 + 3 * r + 6 * r ** 2 + 6 * r ** 3))
+    shares = [busy_share(b, 334.0, 780.0) for b in range(1, 33)]
+    assert all(a <= b <= 1.0 for a, b in zip(shares, shares[1:], strict=False))
+    assert shares[0] < shares[1] < shares[3] < 0.99
+    assert busy_share(4, 334.0, 0.0) == 1.0 and busy_share(0, 300.0, 700.0) == pytest.approx(0.3)
+    # the stall of a tile loop: 4 blocks of one warp whose iteration (steps / 4 schedulers)
+    # is 334 clocks, its loads' data used 20 clocks after them
+    counts = dict.fromkeys(FIELDS, 0.0) | {"steps": 4 * 334.0, "flops": 1e4, "global_loads": 2.0,
+                                           "global_load_lines": 2.0, "barriers": 1.0,
+                                           "load_cover": 20.0 * 4, "covered_loads": 1.0}
+    mix = {"total": 100, "ldg": 2, "bar": 1, "loop": 1, "lds_wavefronts": 0, "sts_wavefronts": 0}
+    t = Traffic(False, 32, **counts)
+    exposed = DRAM_LATENCY_CLOCKS - 20.0
+    stall = _tiled_loop_stall(mix, t, 1e6, 1, 4)
+    assert stall == pytest.approx(1 / busy_share(4, 334.0, exposed))
+    assert 1.1 < stall < 1.2 < 1 / (1 - (exposed / (334 + exposed)) ** 4)
+
+
 def test_a_space_whose_sass_has_no_wide_shared_load_is_run_unmerged() -> None:
     """`tile`'s path: the SASS mix's `wide_lds` reaches ptxsim through the point's traffic
     job. bench/lsu/conflicted.cu reads a lane's row by a runtime stride (ptxas keeps scalar
