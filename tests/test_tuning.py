@@ -1020,10 +1020,12 @@ def test_resident_blocks_share_the_sm_as_a_closed_queue() -> None:
     """busy_share: B blocks cycling between `compute` on the SM (shared) and `wait` for their
     loads (each its own). One block computes compute / (compute + wait) of the time; two,
     1 - 1 / (1 + 2r + 2r^2) with r = compute / wait (the sum's terms B! / (B - k)! r^k);
-    more blocks never compute less; no wait, or no block (taken as one), as it must be.
-    The tiled stall is its inverse: SGEMM_CUDA's 1-D blocktiling's 4 blocks of a 334-clock
-    tile behind 780 clocks of exposed latency stall 1.15x, where independent blocks (f^B,
-    the form before) stalled 1.32x."""
+    more blocks never compute less; no wait, or no block (taken as one), as it must be; a
+    sum that overflows (64 blocks, compute 10^10 times the wait) is an SM always busy, and
+    a compute far under the wait still computes (no 1 - 1/total rounding to 0). The tiled
+    stall is its inverse: 4 blocks of a 334-clock tile (SGEMM_CUDA's 1-D blocktiling at
+    2048^3 has that, behind 800 exposed clocks) whose loads are used 20 clocks after them
+    stall 1.15x, where independent blocks (f^B, the form before) stalled 1.32x."""
     from occupancy.tune.model import DRAM_LATENCY_CLOCKS, _tiled_loop_stall, busy_share
     from occupancy.tune.ptxsim import FIELDS, Traffic
 
@@ -1036,6 +1038,8 @@ def test_resident_blocks_share_the_sm_as_a_closed_queue() -> None:
     assert all(a <= b <= 1.0 for a, b in zip(shares, shares[1:], strict=False))
     assert shares[0] < shares[1] < shares[3] < 0.99
     assert busy_share(4, 334.0, 0.0) == 1.0 and busy_share(0, 300.0, 700.0) == pytest.approx(0.3)
+    assert busy_share(64, 1e10, 1.0) == 1.0
+    assert busy_share(4, 1e-17, 1.0) == pytest.approx(4e-17)
     # the stall of a tile loop: 4 blocks of one warp whose iteration (steps / 4 schedulers)
     # is 334 clocks, its loads' data used 20 clocks after them
     counts = dict.fromkeys(FIELDS, 0.0) | {"steps": 4 * 334.0, "flops": 1e4, "global_loads": 2.0,

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,12 +118,15 @@ def banks(d: Path) -> None:
         first = int(rows[0]["Address"], 16)
         split: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
         for r in rows:
-            k = at[int(r["Address"], 16) - first]
+            k = at.get(int(r["Address"], 16) - first)
+            if k is None or insns[k].op != opcode(r):
+                raise ValueError(f"{p}: the cubin built here is not the one Nsight ran "
+                                 f"(at {r['Address']}: {r['Source'].strip()!r})")
             i = insns[k]
-            assert i.op == opcode(r), (p, i.op, opcode(r))
             if i.base != "FFMA":
                 continue
-            s = split[min(sim.bank_stalls(insns[k - 1], i), 1)]
+            prev = insns[k - 1] if k else replace(i, reuse=0)  # the first reuses nothing
+            s = split[min(sim.bank_stalls(prev, i), 1)]
             s[0] += num(r.get("stall_dispatch"))
             s[1] += num(r.get("Instructions Executed"))
             s[2] += 1
@@ -142,4 +146,14 @@ def main(d: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if len(sys.argv) != 2:
+        print("Error: usage: python bench/ncu/sass_stalls_summary.py DIR (the unpacked "
+              "ncu-csv.tar.gz of bench/results/h200-sass-stalls)", file=sys.stderr)
+        sys.exit(2)
+    try:
+        main(Path(sys.argv[1]))
+    except (OSError, KeyError, StopIteration, ValueError, ZeroDivisionError,
+            subprocess.CalledProcessError) as e:
+        print(f"Error: {sys.argv[1]}: {type(e).__name__}: {e} (a file or metric of the "
+              "record is missing or unreadable; see the module's docstring)", file=sys.stderr)
+        sys.exit(2)
