@@ -508,10 +508,10 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
     warps spend issuing the instructions between a load and its first use (a prefetch into
     registers for the next tile hides it all), unless the SM's other resident blocks
     compute meanwhile: an iteration of one block takes its compute plus what is exposed,
-    and B blocks overlap B computes with it (busy_share). A unit that is the run so far across several
-    loops (ptxsim's `phases`) exposes a latency per batch of its loads (`per_batch`: the
-    SASS's loads a wait), at the L2's for the share of its lines that load again a line L2
-    still holds (`again`: l2_reread_share), DRAM's for the others."""
+    and B blocks overlap B computes with it (busy_share). A unit that is the run so far
+    across several loops (ptxsim's `phases`) exposes a latency per batch of its loads
+    (`per_batch`: the SASS's loads a wait), at the L2's for the share of its lines that
+    load again a line L2 still holds (`again`: l2_reread_share), DRAM's for the others."""
     inner = bool(units and traffic is not None and not traffic.complete
                  and not (traffic.global_loads and traffic.barriers))
     if not (mix.get("loop") and mix.get("ldg") and mix.get("bar") and not inner):
