@@ -1,18 +1,22 @@
 """Resident blocks of a tile loop: a closed queue or independent? (docs/model.md item 36; GPU)
 
-A microbenchmark written here. Each block of 128 threads (4 warps) runs TILES tiles of:
-one coalesced global load a thread from a 1 GiB buffer, a new stretch of it every tile
-and every run, so that the loads miss L2 (the wait), a store to shared memory and a
-barrier, then FMA_ITERS x 8 independent FFMAs a thread on what it read (the compute; 8
-chains a thread keep a lone warp issuing), and a barrier. Dynamic shared memory holds B = 1, 2, 3, 4, 6, 8 blocks an SM, the grid is
-B x SMs (one round), and the compute is 8 to 128 FFMA steps a tile.
+A microbenchmark written here (the kernel: tileloop.cu; as `tile` sees it: tune.yaml).
+Each block of 128 threads (4 warps) runs TILES tiles of: one coalesced global load a
+thread from a 1 GiB buffer, a new stretch of it every tile and every run, so that the
+loads miss L2 (the wait), a store to shared memory and a barrier, then ITERS x 8
+independent FFMAs a thread on what it read (the compute; 8 chains a thread keep a lone
+warp issuing), and a barrier. Dynamic shared memory holds B = 1, 2, 3, 4, 6, 8 blocks an
+SM and the grid is B x SMs (one round).
 
-Per (compute, B): the clocks a tile takes per SM, measured, against two predictions made
-from the same kernel's own runs at B = 1: its tile time with the load (compute + wait) and
-without it (`LOAD=0`, the load replaced by a register value: compute alone). With c the
-compute and w the wait a block sees, the SM's clocks a tile are c / busy, busy being
+Per (ITERS, B): the SM's clocks a tile, measured, against two predictions from the same
+kernel's own runs (`LOAD=0`: the load replaced by a register value, the compute alone):
+with c what the SM spends on a block's tile and w the rest of a lone block's tile (its
+time at B = 1 less c), the SM's clocks a tile are c / busy, busy being
   queue:        busy_share(B, c, w) (tune/model.py, the closed queue),
-  independent:  1 - (w / (c + w))^B  (the form before item 36).
+  independent:  1 - (w / (c + w))^B  (the form before item 36);
+c read two ways: a lone block's tile without the load ("lone"), and the SM's clocks a
+block-tile without the load at the most blocks ("work", the service demand the model
+counts). bench/queue/compare.py sets the measured times against `tile`'s own predictions.
 Every output is checked against the same loop on the host (float64).
 Usage (GPU, CuPy): python bench/queue/tileloop.py OUT_DIR
 """
@@ -30,31 +34,8 @@ from occupancy.tune.model import busy_share  # noqa: E402
 
 THREADS, TILES, CHAINS = 128, 512, 8
 BLOCKS = (1, 2, 3, 4, 6, 8)
-FMA_ITERS = (1, 2, 4, 8, 16)
-SOURCE = r"""
-extern "C" __global__ void tileloop(const float* __restrict__ src, float* __restrict__ out,
-                                    int tiles, long long stride, long long n, int fma_iters,
-                                    int load, long long offset) {
-  extern __shared__ float sh[];
-  float acc[8];
-  for (int j = 0; j < 8; j++) acc[j] = 0.0f;
-  long long base = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  for (int t = 0; t < tiles; t++) {
-    float v = load ? src[(base + (long long)t * stride + offset) % n] : (float)(t + 1);
-    sh[threadIdx.x] = v;
-    __syncthreads();
-    float x = sh[(threadIdx.x + 1) % blockDim.x] * 0.5f;
-    for (int i = 0; i < fma_iters; i++) {
-#pragma unroll
-      for (int j = 0; j < 8; j++) acc[j] = fmaf(acc[j], 0.999f, x);
-    }
-    __syncthreads();
-  }
-  float s = 0.0f;
-  for (int j = 0; j < 8; j++) s += acc[j];
-  out[base] = s;
-}
-"""
+FMA_ITERS = (16, 64, 128, 256, 512)
+SOURCE = Path(__file__).with_name("tileloop.cu")
 
 
 def main(out_dir: Path) -> None:
@@ -65,8 +46,12 @@ def main(out_dir: Path) -> None:
     sms = dev.attributes["MultiProcessorCount"]
     clock_khz = dev.attributes["ClockRate"]
     smem_sm = dev.attributes["MaxSharedMemoryPerMultiprocessor"]
-    kernel = cp.RawModule(code=SOURCE).get_function("tileloop")
-    kernel.max_dynamic_shared_size_bytes = smem_sm - 1024
+    names = [f"tileloop<{i}, {load}>" for i in FMA_ITERS for load in (0, 1)]
+    module = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17",),
+                          name_expressions=names)
+    kernels = {name: module.get_function(name) for name in names}
+    for k in kernels.values():
+        k.max_dynamic_shared_size_bytes = smem_sm - 1024
     n = 1 << 28  # 1 GiB of floats
     rng = np.random.default_rng(7)
     src = cp.asarray(rng.random(n, dtype=np.float32))
@@ -81,9 +66,11 @@ def main(out_dir: Path) -> None:
             out = cp.full(grid * THREADS, cp.nan, dtype=cp.float32)
             times = {}
             for load in (1, 0):
+                kernel = kernels[f"tileloop<{iters}, {load}>"]
+
                 def args(run: int) -> tuple:
                     return (src, out, np.int32(TILES), np.int64(stride), np.int64(n),
-                            np.int32(iters), np.int32(load), np.int64(run * 7_919 * 32))
+                            np.int64(run * 7_919 * 32))
                 out.fill(cp.nan)
                 kernel((grid,), (THREADS,), args(0), shared_mem=smem)  # warm-up
                 cp.cuda.Device().synchronize()
@@ -97,32 +84,54 @@ def main(out_dir: Path) -> None:
                     end.synchronize()
                     runs.append(cp.cuda.get_elapsed_time(start, end))
                 times[load] = statistics.median(runs)
-            occ = occupancy(kernel, smem)
+            occ = occupancy(kernels[f"tileloop<{iters}, 1>"], smem)
             rows.append({"fma_iters": iters, "blocks": b, "resident": occ,
                          "ms_load": times[1], "ms_compute": times[0],
                          "clocks_per_tile_sm": times[1] * clock_khz / (TILES * b)})
-    for r in rows:
-        one = next(x for x in rows if x["fma_iters"] == r["fma_iters"] and x["blocks"] == 1)
-        c = one["ms_compute"] * clock_khz / TILES  # a lone block's tile without the load
-        w = max(one["ms_load"] * clock_khz / TILES - c, 0.0)
-        b = r["blocks"]
-        r["queue"] = c / busy_share(b, c, w)
-        r["independent"] = c / (1 - (w / (c + w)) ** b) if w else c
-        r["c"], r["w"] = c, w
+    predict(rows, clock_khz)
     (out_dir / "tileloop.json").write_text(json.dumps(
         {"device": dev.attributes.get("Name", ""), "sms": sms, "clock_khz": clock_khz,
          "rows": rows}, indent=1))
-    print(f"{'FFMA steps':>10} {'B':>2} {'res':>3} {'c':>6} {'w':>6} {'measured':>9} "
-          f"{'queue':>9} {'indep.':>9}  (SM clocks a tile)")
+    report(rows)
+
+
+def predict(rows: list[dict], clock_khz: float) -> None:
+    """Each row's two predictions under each reading of c (see the table's header)."""
+    for r in rows:
+        same = [x for x in rows if x["fma_iters"] == r["fma_iters"]]
+        one = next(x for x in same if x["blocks"] == 1)
+        most = max(same, key=lambda x: x["blocks"])
+        lone = one["ms_load"] * clock_khz / TILES  # a lone block's tile, load and all
+        b = r["blocks"]
+        # c: what the SM spends on a tile, two ways. "lone": a lone block's tile without the
+        # load (its latencies too); "work": the SM's clocks a block-tile without the load at
+        # the most blocks (where the others hide a block's latencies): the service demand
+        for name, c in (("lone", one["ms_compute"] * clock_khz / TILES),
+                        ("work", most["ms_compute"] * clock_khz / (TILES * most["blocks"]))):
+            w = max(lone - c, 0.0)
+            r[f"{name}_c"], r[f"{name}_w"] = c, w
+            r[f"{name}_queue"] = c / busy_share(b, c, w)
+            r[f"{name}_independent"] = c / (1 - (w / (c + w)) ** b) if w else c
+
+
+def report(rows: list[dict]) -> None:
+    print(f"{'FFMA steps':>10} {'B':>2} {'measured':>8} | c = lone: {'c':>5} {'w':>5} "
+          f"{'queue':>11} {'indep.':>11} | c = work: {'c':>5} {'w':>5} {'queue':>11} "
+          f"{'indep.':>11}  (SM clocks a tile)")
     for r in rows:
         m = r["clocks_per_tile_sm"]
-        print(f"{r['fma_iters'] * CHAINS:>10} {r['blocks']:>2} {r['resident']:>3} {r['c']:6.0f} "
-              f"{r['w']:6.0f} {m:9.0f} {r['queue']:9.0f} ({r['queue'] / m - 1:+.0%})"
-              f" {r['independent']:9.0f} ({r['independent'] / m - 1:+.0%})")
-    errs = {k: [abs(r[k] / r["clocks_per_tile_sm"] - 1) for r in rows if r["blocks"] > 1]
-            for k in ("queue", "independent")}
-    print({k: f"median |error| {statistics.median(v):.1%}, largest {max(v):.1%}"
-           for k, v in errs.items()})
+        line = f"{r['fma_iters'] * CHAINS:>10} {r['blocks']:>2} {m:8.0f}"
+        for name in ("lone", "work"):
+            q, i = r[f"{name}_queue"], r[f"{name}_independent"]
+            line += (f" | {r[f'{name}_c']:>15.0f} {r[f'{name}_w']:5.0f} {q:5.0f} ({q / m - 1:+4.0%})"
+                     f" {i:5.0f} ({i / m - 1:+4.0%})")
+        print(line)
+    for name in ("lone", "work"):
+        for form in ("queue", "independent"):
+            errs = [abs(r[f"{name}_{form}"] / r["clocks_per_tile_sm"] - 1)
+                    for r in rows if r["blocks"] > 1]
+            print(f"c = {name}, {form}: median |error| {statistics.median(errs):.1%}, "
+                  f"largest {max(errs):.1%} ({len(errs)} rows at 2+ blocks)")
 
 
 def occupancy(kernel, smem: int) -> int:
