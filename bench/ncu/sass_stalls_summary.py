@@ -7,9 +7,11 @@
    instructions executed, by opcode);
 3. the FFMAs split by the register-bank rule of bench/sched/sim.py (two banks, register
    number mod 2, a source the previous instruction left in the reuse cache not read): the
-   dispatch samples an execution of the conflicted ones against the others'. The cubin is
-   the one the project builds for the point (compiled here, cached), aligned with Nsight's
-   rows by offset; its opcodes must match Nsight's at every row.
+   dispatch samples an execution of the conflicted ones against the others';
+4. the clocks a warp waits an issued instruction by the stall counts ptxas wrote in the
+   control bits (weighted by Nsight's executions), against Nsight's "wait" and dispatch.
+The cubin is the one the project builds for the point (compiled here, cached), aligned with
+Nsight's rows by offset; its opcodes must match Nsight's at every row.
 
 Usage: python bench/ncu/sass_stalls_summary.py DIR   (DIR: the unpacked record, P-sass.csv
 and P-details.csv for each point of bench/ncu/sass_stalls.yaml)
@@ -110,22 +112,30 @@ def sass_of(point: str) -> tuple[list[sim.Insn], str]:
     return insns, name
 
 
+def aligned(d: Path, p: str) -> list[tuple[sim.Insn, sim.Insn, dict[str, str]]]:
+    """Each Nsight row of the point with its instruction in the cubin built here and the
+    instruction before it (the first: itself, reusing nothing)."""
+    insns, _ = sass_of(p)
+    at = {i.addr: k for k, i in enumerate(insns)}
+    rows = source_rows(d / f"{p}-sass.csv")
+    first = int(rows[0]["Address"], 16)
+    out = []
+    for r in rows:
+        k = at.get(int(r["Address"], 16) - first)
+        if k is None or insns[k].op != opcode(r):
+            raise ValueError(f"{p}: the cubin built here is not the one Nsight ran "
+                             f"(at {r['Address']}: {r['Source'].strip()!r})")
+        i = insns[k]
+        out.append((i, insns[k - 1] if k else replace(i, reuse=0), r))
+    return out
+
+
 def banks(d: Path) -> None:
     for p in POINTS:
-        insns, _ = sass_of(p)
-        at = {i.addr: k for k, i in enumerate(insns)}
-        rows = source_rows(d / f"{p}-sass.csv")
-        first = int(rows[0]["Address"], 16)
         split: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-        for r in rows:
-            k = at.get(int(r["Address"], 16) - first)
-            if k is None or insns[k].op != opcode(r):
-                raise ValueError(f"{p}: the cubin built here is not the one Nsight ran "
-                                 f"(at {r['Address']}: {r['Source'].strip()!r})")
-            i = insns[k]
+        for i, prev, r in aligned(d, p):
             if i.base != "FFMA":
                 continue
-            prev = insns[k - 1] if k else replace(i, reuse=0)  # the first reuses nothing
             s = split[min(sim.bank_stalls(prev, i), 1)]
             s[0] += num(r.get("stall_dispatch"))
             s[1] += num(r.get("Instructions Executed"))
@@ -136,6 +146,27 @@ def banks(d: Path) -> None:
             f"x{s[0] / s[1] / rate:.2f} the FFMAs'" for b, s in sorted(split.items())))
 
 
+def fixed_waits(d: Path) -> None:
+    """The control bits' stall counts (a warp may not issue again for that many cycles; 1 is
+    the next cycle) over the instructions as Nsight counted their executions: the clocks a
+    warp waits an issued instruction by them, against Nsight's "wait" (its fixed-latency
+    dependencies) and its dispatch stall."""
+    print(f"{'point':14} {'control bits':>12} {'Nsight wait':>11} {'dispatch':>8}")
+    for p in POINTS:
+        det = {r["Metric Name"]: num(r["Metric Value"])
+               for r in csv.DictReader((d / f"{p}-details.csv").open())}
+        rows = aligned(d, p)
+        ran = sum(num(r.get("Instructions Executed")) for _, _, r in rows)
+        bits = sum(num(r.get("Instructions Executed")) * (max(i.stall, 1) - 1)
+                   for i, _, r in rows) / ran
+        every = sum(num(v) for _, _, x in rows for k, v in x.items()
+                    if k.startswith("stall_") and "Not Issued" not in k)
+        wait, dispatch = (det["Warp Cycles Per Issued Instruction"]
+                          * sum(num(x.get(f"stall_{reason}")) for _, _, x in rows) / every
+                          for reason in ("wait", "dispatch"))
+        print(f"{p:14} {bits:12.2f} {wait:11.2f} {dispatch:8.2f}")
+
+
 def main(d: Path) -> None:
     print("1. Per point: a warp's cycles per issued instruction by stall reason")
     table(d)
@@ -143,6 +174,8 @@ def main(d: Path) -> None:
     dispatch_by_opcode(d)
     print("\n3. FFMAs by bench/sched/sim.py's register-bank rule")
     banks(d)
+    print("\n4. Clocks a warp waits an issued instruction by the control bits' stall counts")
+    fixed_waits(d)
 
 
 if __name__ == "__main__":
