@@ -4,8 +4,8 @@
 # 0.3-1.0 cycles an issued instruction at dispatch (bench/results/h200-sass-stalls), and no
 # static feature of their SASS holds it. This project's own loops (nothing public):
 # bench/lsu/lds_ffma.cu (an outer product fed by LDS.128, rolled and unrolled, 8x8 and 4x4)
-# at 1 to 8 warps a scheduler, and bench/pipemix/pipemix.cu's FFMA, FFMA + LDS and
-# FFMA + IMAD loops at 2 to 8. One launch each under Nsight (after the program's warm-ups);
+# at 1 to 6 warps a scheduler, and bench/pipemix/pipemix.cu's FFMA, FFMA + LDS,
+# FFMA + FMNMX and FFMA + IMAD loops at 2 to ~6.5. One launch each under Nsight (after the program's warm-ups);
 # the stall reasons a warp's cycle per issued instruction splits into, the issue rate and
 # warps a scheduler. Writes $OUT/dispatch.txt (the table), $OUT/device.txt, $OUT/raw.tar.gz.
 set -u
@@ -27,7 +27,8 @@ done; done
 nvcc -O3 -arch=sm_90 -o "$B/pipemix" ../pipemix/pipemix.cu &
 wait
 mkdir -p "$B/raw"
-# lds_ffma: block:dynamic shared bytes -> 1, 2, 3, 4 blocks of 4 warps, then 8 warps a block
+# lds_ffma: block:dynamic shared bytes, the blocks an SM the shared memory leaves (1-3 of 4
+# warps, 2-3 of 8: the table's warps column)
 for bin in l_0_88 l_1_88 l_0_44 l_1_44; do
   for cfg in 128:190000 128:110000 128:70000 128:50000 256:50000; do
     tag="${bin}_${cfg/:/_}"
