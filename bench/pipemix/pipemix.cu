@@ -6,6 +6,7 @@
 // first NL of them take a shared load as their addend), NA FMNMX and NI IMAD; with 32-64
 // warps an SM the chains hide every latency, so the time is what the sub-partition issues.
 // Host: `pipemix VARIANT ITERS BLOCKS_PER_SM` prints one row (median of 15 after 3 warm-ups).
+// -DBROADCAST: the shared loads read one word a warp (a broadcast), not a word a lane.
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -27,7 +28,11 @@ __global__ void pipemix(float *out, const float *in, int iters) {
         y[k] = in[10 + k] - threadIdx.x;
         u[k] = threadIdx.x * 7u + k;
     }
+#ifdef BROADCAST  // every lane loads the same word (one address a warp load, as a tile row's)
+    const int lane = 0;
+#else
     const int lane = threadIdx.x & 31;
+#endif
     for (int i = 0; i < iters; i++) {
         const float *p = sm + ((i & 1) << 10) + lane;  // 2 windows of 1,024 floats
 #pragma unroll
