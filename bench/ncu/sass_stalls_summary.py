@@ -20,6 +20,7 @@ and P-details.csv for each point of bench/ncu/sass_stalls.yaml)
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
 import subprocess
@@ -65,20 +66,30 @@ def opcode(row: dict[str, str]) -> str:
     return _PRED.sub("", row["Source"].strip()).split(" ")[0]
 
 
+def details(d: Path, p: str) -> dict[str, float]:
+    return {r["Metric Name"]: num(r["Metric Value"])
+            for r in csv.DictReader((d / f"{p}-details.csv").open())}
+
+
+def cycles_by_reason(det: dict[str, float], rows: list[dict[str, str]]) -> dict[str, float]:
+    """A warp's cycles per issued instruction in each of REASONS: Nsight's cycles per issue
+    split by the reasons' shares of the per-instruction samples."""
+    every = sum(num(v) for x in rows for k, v in x.items()
+                if k.startswith("stall_") and "Not Issued" not in k)
+    cpi = det["Warp Cycles Per Issued Instruction"]
+    return {r: cpi * sum(num(x.get(f"stall_{r}")) for x in rows) / every for r in REASONS}
+
+
 def table(d: Path) -> None:
     print(f"{'point':14} {'IPC':>5} {'warps':>5} {'cycles/issue':>12} "
           + " ".join(f"{r:>8}" for r in REASONS) + "  L2 hit  shared wavefronts (conflicts)")
     for p in POINTS:
-        det = {r["Metric Name"]: num(r["Metric Value"])
-               for r in csv.DictReader((d / f"{p}-details.csv").open())}
-        rows = source_rows(d / f"{p}-sass.csv")
-        by = {r: sum(num(x.get(f"stall_{r}")) for x in rows) for r in REASONS}
-        every = sum(num(v) for x in rows for k, v in x.items()
-                    if k.startswith("stall_") and "Not Issued" not in k)
-        cpi = det["Warp Cycles Per Issued Instruction"]
+        det = details(d, p)
+        by = cycles_by_reason(det, source_rows(d / f"{p}-sass.csv"))
         print(f"{p:14} {det['smsp__issue_active.avg.per_cycle_active']:5.2f} "
-              f"{det['smsp__warps_active.avg.per_cycle_active']:5.2f} {cpi:12.2f} "
-              + " ".join(f"{cpi * by[r] / every:8.2f}" for r in REASONS)
+              f"{det['smsp__warps_active.avg.per_cycle_active']:5.2f} "
+              f"{det['Warp Cycles Per Issued Instruction']:12.2f} "
+              + " ".join(f"{by[r]:8.2f}" for r in REASONS)
               + f"  {det['lts__t_sector_hit_rate.pct']:5.1f}%"
               f"  {det['l1tex__data_pipe_lsu_wavefronts_mem_shared.sum'] / 1e6:7.1f} M"
               f" ({det['l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum'] / 1e6:.1f} M)")
@@ -98,8 +109,10 @@ def dispatch_by_opcode(d: Path) -> None:
         print(f"{p:14} " + ", ".join(f"{b} {stall[b] / s:.2f} ({ran[b] / n:.2f})" for b in top))
 
 
+@functools.cache
 def sass_of(point: str) -> tuple[list[sim.Insn], str]:
-    """The point's instructions (one kernel in its cubin) with their control fields."""
+    """The point's instructions (one kernel in its cubin) with their control fields (built
+    and read once: sections 3 and 4 both align them)."""
     spec = load_tuning(MANIFEST, point)
     r = rank(spec, load_device("h200"), points(spec)[0]).ranked[0]
     with tempfile.TemporaryDirectory() as tmp:
@@ -153,18 +166,12 @@ def fixed_waits(d: Path) -> None:
     dependencies) and its dispatch stall."""
     print(f"{'point':14} {'control bits':>12} {'Nsight wait':>11} {'dispatch':>8}")
     for p in POINTS:
-        det = {r["Metric Name"]: num(r["Metric Value"])
-               for r in csv.DictReader((d / f"{p}-details.csv").open())}
         rows = aligned(d, p)
         ran = sum(num(r.get("Instructions Executed")) for _, _, r in rows)
         bits = sum(num(r.get("Instructions Executed")) * (max(i.stall, 1) - 1)
                    for i, _, r in rows) / ran
-        every = sum(num(v) for _, _, x in rows for k, v in x.items()
-                    if k.startswith("stall_") and "Not Issued" not in k)
-        wait, dispatch = (det["Warp Cycles Per Issued Instruction"]
-                          * sum(num(x.get(f"stall_{reason}")) for _, _, x in rows) / every
-                          for reason in ("wait", "dispatch"))
-        print(f"{p:14} {bits:12.2f} {wait:11.2f} {dispatch:8.2f}")
+        by = cycles_by_reason(details(d, p), [r for _, _, r in rows])
+        print(f"{p:14} {bits:12.2f} {by['wait']:11.2f} {by['dispatch']:8.2f}")
 
 
 def main(d: Path) -> None:
