@@ -746,3 +746,26 @@ def test_a_one_warp_block_is_sampled_on_two_rows(tmp_path: Path) -> None:
     assert one is not None
     alone = run_warp(ptx, "row_sum", args, (32,), (1,), whole=True)
     assert one.reread_distance == alone.reread_distance
+
+
+def test_tile_loads_shared_along_a_row_and_a_column() -> None:
+    """examples/sgemm <128, 64, 16, 8, 8> at 2048^3 (grid 32 x 16): a block loads a 128 x 16
+    tile of A, which every block of its row loads too, and a 16 x 64 tile of B, which every
+    block of its column does: of warp 0's bytes, 2/3 are shared along x and 1/3 along y.
+    A transpose through a shared tile shares nothing with the blocks of its row or column."""
+    need_nvcc()
+    from occupancy.build.compilers import make_build
+    from occupancy.tune.traffic import warp_traffic
+
+    build = make_build(ROOT / "examples" / "sgemm" / "sgemm.cuh", "sm_90",
+                       name_expressions=["sgemm2DBlocktiling<128, 64, 16, 8, 8>"])
+    entry = _entry(build_ptx(build), "sgemm")
+    t = warp_traffic(build, entry, [2048, 2048, 2048, 1.0, A, B, 0.0, C], (128,), (32, 16), 32)
+    assert t is not None and not t.complete and t.barriers
+    assert t.x_shared == pytest.approx(2 / 3) and t.y_shared == pytest.approx(1 / 3)
+    build = make_build(ROOT / "examples" / "transpose" / "transpose.cuh", "sm_90",
+                       name_expressions=["transpose_tiled<32, 8, 1>"])
+    entry = _entry(build_ptx(build), "transpose")
+    t = warp_traffic(build, entry, [A, B, 2048], (32, 8), (64, 64), 32, whole=True)
+    assert t is not None and t.barriers and t.global_loads
+    assert t.x_shared == 0 and t.y_shared == 0

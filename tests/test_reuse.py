@@ -447,3 +447,55 @@ def test_tile_names_stores_off_their_sectors() -> None:
     assert len(said) == 1 and said[0].startswith("Stores off their 32-byte sectors in 2 of 3")
     assert "2.0 partly written sectors a warp store (B=64)" in said[0]
     assert findings([point(64, 5.0), point(256, 0.0)], h200) == []  # half a store: not named
+
+
+# bench/results/h200-sass-stalls (summary.txt, 1; its measure logs' blocks an SM): point ->
+# (BM, BN, threads a block, blocks an SM, n), each a square GEMM through tiles of A (BM rows,
+# which the blocks of a grid row share) and of B (BN columns, a grid column's)
+NSIGHT_L2_POINTS = {"sgemm1d_best": (64, 64, 256, 4, 2048), "vec_best": (128, 128, 512, 2, 2048),
+                    "own_sgemm": (64, 128, 128, 3, 2048), "own_best_8192": (64, 128, 128, 3, 8192),
+                    "own_one_block": (128, 128, 512, 1, 8192),
+                    "sgemm2d_c": (128, 64, 256, 2, 2048), "sgemm2d_d": (128, 128, 256, 2, 2048),
+                    "wt_fast": (128, 128, 256, 2, 2048), "wt_lead": (128, 128, 128, 3, 2048)}
+
+
+def test_panel_hits_match_nsight_on_the_h200() -> None:
+    """panel_hit_share against the L2 hit rates Nsight Compute measured on nine SGEMM points
+    (50-89%): within 7 points on each with the H200's two L2 partitions (the one-block point
+    at 8192^3 at 49% against 50%); a single L2 would put that point 25 points high. Fewer
+    blocks at once share fewer tiles; nothing shared, nothing hits; a chip with one L2
+    (the V100) misses half as often."""
+    from occupancy.tune.reuse import panel_hit_share
+
+    h200 = load_device("h200")
+    table = (RECORD.parent / "h200-sass-stalls" / "summary.txt").read_text().splitlines()
+    measured = {r.split()[0]: float(r.split()[13].rstrip("%")) / 100 for r in table[2:11]}
+    assert set(measured) == set(NSIGHT_L2_POINTS)
+    for name, (bm, bn, threads, blocks, n) in NSIGHT_L2_POINTS.items():
+        occ = solve(h200, threads, 65536 // (threads * blocks) // 8 * 8)
+        assert occ.active_blocks_per_sm == blocks, name
+        t = _traffic(x_shared=bm / (bm + bn), y_shared=bn / (bm + bn))
+        hit = panel_hit_share(h200, occ, (n // bn, n // bm), t)
+        assert abs(hit - measured[name]) < 0.07, (name, hit, measured[name])
+    one = solve(h200, 512, 128)
+    t = _traffic(x_shared=0.5, y_shared=0.5)
+    assert panel_hit_share(h200, one, (64, 64), t) == pytest.approx(1 - 2 * 67 / 264)
+    assert panel_hit_share(h200, one, (64, 64), _traffic()) == 0
+    v100 = load_device("v100")
+    single = panel_hit_share(v100, solve(v100, 512, 128), (64, 64), t)
+    assert v100.sm_count == 80 and single == pytest.approx(1 - (2 + 64) / 2 / 80)
+
+
+def test_panel_hits_wait_l2_only_after_the_first_round() -> None:
+    """The first round's blocks load their shared tiles at once (a hit on a line still on its
+    way waits as long as the miss): a grid of one round keeps DRAM's latency for all of its
+    tile loads, 4,096 blocks of one an SM wait L2's for the hits of the 3,964 dealt later."""
+    from occupancy.tune.reuse import panel_hit_share, panel_l2_share
+
+    h200 = load_device("h200")
+    one = solve(h200, 512, 128)
+    t = _traffic(x_shared=0.5, y_shared=0.5)
+    assert panel_l2_share(h200, one, (12, 11), t) == 0  # 132 blocks: one round
+    hit = panel_hit_share(h200, one, (64, 64), t)
+    assert panel_l2_share(h200, one, (64, 64), t) == pytest.approx(hit * (4096 - 132) / 4096)
+    assert panel_l2_share(h200, one, (64, 64), _traffic()) == 0

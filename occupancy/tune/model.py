@@ -18,6 +18,7 @@ from occupancy.core.solver import OccupancyResult
 from occupancy.tune.constwalk import constant_walk_seconds
 from occupancy.tune.reuse import (
     l2_reread_share,
+    panel_l2_share,
     read_back_bytes,
     reread_miss_bytes,
     rewrite_miss_bytes,
@@ -283,7 +284,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
                  dram_bytes: float, registers_per_thread: int,
                  loop_mix: tuple[tuple[str, int], ...] | None = None,
                  traffic: Traffic | None = None,
-                 write_share: float | None = None) -> Prediction:
+                 write_share: float | None = None, grid: tuple[int, ...] = ()) -> Prediction:
     """Predicted time of a user's kernel from its declared work (FLOPs, DRAM bytes), its
     occupancy, the instruction mix of its hottest SASS loop, and what one of its warps
     does on the PTX (ptxsim: shared wavefronts with bank conflicts, global lines).
@@ -333,6 +334,8 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
         raw = dict(loop_mix) if loop_mix else {}  # the SASS's batches, before unit_mix scales
         per_batch = _loads_per_batch(raw, traffic) if raw.get("ldg") else 1.0
         again = l2_reread_share(dev, occ, grid_blocks, traffic)
+    elif traffic is not None:  # a tiled loop's tiles that a block resident beside it loaded
+        again = panel_l2_share(dev, occ, grid, traffic)
     stall = _tiled_loop_stall(mix, traffic, units, warps_per_block, blocks_per_sm, per_batch,
                               again)
     busy = min(dev.sm_count, grid_blocks) / dev.sm_count
@@ -511,7 +514,9 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
     and B blocks overlap B computes with it (busy_share). A unit that is the run so far
     across several loops (ptxsim's `phases`) exposes a latency per batch of its loads
     (`per_batch`: the SASS's loads a wait), at the L2's for the share of its lines that
-    load again a line L2 still holds (`again`: l2_reread_share), DRAM's for the others."""
+    load again a line L2 still holds (`again`: l2_reread_share), DRAM's for the others;
+    any other unit waits at the L2's for the share of its tiles that a block resident
+    beside it loaded first (`again`: panel_l2_share, a GEMM's A and B panels)."""
     inner = bool(units and traffic is not None and not traffic.complete
                  and not (traffic.global_loads and traffic.barriers))
     if not (mix.get("loop") and mix.get("ldg") and mix.get("bar") and not inner):
@@ -526,7 +531,7 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
     covered = traffic.cover if units and traffic is not None and traffic.covered_loads \
         else mix.get("ldg_cover", 0)
     cover = covered * warps_per_block / SCHEDULERS_PER_SM
-    exposed = max(0.0, DRAM_LATENCY_CLOCKS - cover)
+    exposed = max(0.0, DRAM_LATENCY_CLOCKS * (1 - again) + L2_LATENCY_CLOCKS * again - cover)
     if units and traffic is not None and traffic.phases and traffic.global_loads:
         # a unit that is the run so far across several loops (ptxsim's phases) waits once
         # per batch of its loads (the SASS's), not once: at the L2's latency for the lines

@@ -95,6 +95,11 @@ class Traffic:
     # ends of a warp store that also fills whole sectors (a row off its lines written a
     # warp's 128 B at a time), less those its own later stores complete
     open_store_sectors: float = 0.0
+    # the shares of the bytes the warp touches that the same warp of the last block of its
+    # row (x) and of its column (y) touches too (a GEMM's A and B panels): set by
+    # tune/traffic.py for a loop that loads and waits at a barrier
+    x_shared: float = 0.0
+    y_shared: float = 0.0
     # 1 where a cut run's unit is the run so far, across FP loops side by side (loop_unit),
     # not one loop's iteration (a block's sample keeps its first warp where they differ)
     phases: float = 0.0

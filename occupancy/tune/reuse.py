@@ -167,3 +167,44 @@ def l2_reread_share(dev: Device, occ: OccupancyResult, grid_blocks: int,
         return 0.0
     lines, kept = far_kept(dev, occ, grid_blocks, traffic)
     return min(1.0, (traffic.near_reread_lines + lines * kept) / traffic.global_load_lines)
+
+
+# L2 halves that each keep their own copy of a line: the A100's and H100's L2 is two
+# partitions, each caching for the SMs next to it, so a line the SMs of both halves load
+# misses once in each. On the H200 (compute capability 9.0) the tile loads' L2 hit rates of
+# nine SGEMM points (bench/results/h200-sass-stalls; 50-89%) lie within 0-5 points of
+# panel_hit_share's with 2 and 12-25 points above it with 1; other chips are not measured.
+L2_PARTITIONS = {"8.0": 2, "9.0": 2}
+
+
+def panel_hit_share(dev: Device, occ: OccupancyResult, grid: tuple[int, ...],
+                    traffic: Traffic) -> float:
+    """The share of a tiled loop's global loads that find their line in L2 because a block
+    resident beside it loaded it first (docs/model.md item 38). The grid's blocks run in
+    order, x fastest, so the C blocks resident at once span C / gx rows and min(C, gx)
+    columns of the grid: a line that every block of a row loads (ptxsim's `x_shared`, a
+    GEMM's A panel) misses once per row, one that every block of a column loads
+    (`y_shared`, its B panel) once per column, any other line each time; each L2 partition
+    (L2_PARTITIONS) misses on its own. A GEMM of 128 x 128 tiles at 8192^3 with one block
+    an SM (C = 132 of a 64 x 64 grid): 3 rows and 64 columns, 25% misses, 49% hits with
+    two partitions (Nsight Compute: 50%); three blocks an SM of 64 x 128 tiles, 77% (78%)."""
+    if not grid or not (traffic.x_shared or traffic.y_shared):
+        return 0.0
+    gx, blocks = max(grid[0], 1), max(math.prod(grid), 1)
+    resident = min(blocks, occ.resident_blocks(blocks, dev.sm_count) * dev.sm_count)
+    rows, cols = min(blocks // gx or 1, math.ceil(resident / gx)), min(resident, gx)
+    x, y = traffic.x_shared, traffic.y_shared
+    miss = x * rows / resident + y * cols / resident + max(0.0, 1.0 - x - y)
+    return max(0.0, 1.0 - min(1.0, L2_PARTITIONS.get(dev.compute_capability, 1) * miss))
+
+
+def panel_l2_share(dev: Device, occ: OccupancyResult, grid: tuple[int, ...],
+                   traffic: Traffic) -> float:
+    """The share of a tiled loop's global loads that wait only L2's latency: the panel hits
+    (panel_hit_share) of the blocks dealt after the first round. The first round's blocks
+    start together and load a shared tile at once, so the later ones hit a line still on
+    its way from DRAM and wait as long as the first (Nsight counts them as hits); blocks
+    dealt as others finish start apart. A grid of one round gains nothing."""
+    blocks = max(math.prod(grid), 1) if grid else 1
+    resident = min(blocks, occ.resident_blocks(blocks, dev.sm_count) * dev.sm_count)
+    return panel_hit_share(dev, occ, grid, traffic) * (1.0 - resident / blocks)

@@ -310,7 +310,8 @@ def _predicted(spec: TuneSpec, dev: Device, ranked: list[Ranked]) -> list[Ranked
         assert r.occupancy is not None and r.resources is not None
         pred = predict_work(dev, r.occupancy, r.point.grid_blocks, flops, dram,
                             r.resources.registers_per_thread, r.resources.loop_mix, warp,
-                            write_share(spec, {**spec.problem, **r.point.params}))
+                            write_share(spec, {**spec.problem, **r.point.params}),
+                            tuple(r.point.grid))
         out[i] = replace(r, prediction=pred, traffic=warp)
     return out
 

@@ -119,6 +119,10 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     if t.global_stores:
         t = _store_ends(t, first, second, ptx, entry, args, block, grid, banks, whole,
                         max(unroll, 1), merge)
+    if first.global_loads and first.barriers and first_bytes:
+        x, y = _panel_shares(first_bytes, ptx, entry, args, block, grid, banks, whole,
+                             max(unroll, 1), merge)
+        t = replace(t, x_shared=x, y_shared=y)
     # (a grid under 3 blocks a side has its middle block at 0: nothing to compare it with)
     if first.complete and (first_log or last_log) and any(g >= 3 for g in grid):
         t = _contended(t, ptx, entry, args, block, grid, banks, whole, max(unroll, 1),
@@ -210,6 +214,36 @@ def _store_ends(t: Traffic, first: Traffic, second: Traffic | None, ptx: str, en
     opened = sum(x.open_store_sectors / x.global_stores for x in same) / len(same)
     return replace(t, split_store_sectors=split * t.global_stores,
                    open_store_sectors=opened * t.global_stores)
+
+
+def _panel_shares(first_bytes: Mapping[int, int], ptx: str, entry: str,
+                  args: Sequence[float | int], block: Sequence[int], grid: Sequence[int],
+                  banks: int, whole: bool, unroll: int, merge: tuple[bool, ...]
+                  ) -> tuple[float, float]:
+    """The shares of the bytes warp 0 of the middle block touches that warp 0 of the last
+    block of its row (along x) and of its column (along y) touch too: a GEMM's A panel,
+    which every block of a row loads, and its B panel, which every block of a column does
+    (a stencil's halo, shared with the next block only, is not). A byte both touch counts
+    along x. model.panel_hit_share turns them into the share of the tile loads L2 holds."""
+    from occupancy.tune.ptxsim import PtxError, run_warp
+
+    total = sum(m.bit_count() for m in first_bytes.values())
+    shares, counted = [0.0, 0.0], dict(first_bytes)
+    for axis in (0, 1):
+        middle = (grid[axis] - 1) // 2 if axis < len(grid) else 0
+        far = (grid[axis] - 1 - middle) if axis < len(grid) else 0
+        if far < 1 or not total:
+            continue
+        other: dict[int, int] = {}
+        try:
+            run_warp(ptx, entry, args, block, grid, banks, 0, whole, unroll, next_block=far,
+                     merge=merge, touched=other, along=axis)
+        except PtxError:
+            continue
+        both = {x: m & other.get(x, 0) for x, m in counted.items()}
+        shares[axis] = sum(m.bit_count() for m in both.values()) / total
+        counted = {x: m & ~both[x] for x, m in counted.items()}  # counted along x already
+    return shares[0], shares[1]
 
 
 def _contended(t: Traffic, ptx: str, entry: str, args: Sequence[float | int],
