@@ -979,7 +979,7 @@ def test_a_unit_across_phases_waits_once_per_batch_of_its_loads() -> None:
     its global loads (the SASS's loads over its batches), at the L2's latency for the share
     of its lines that load again a line L2 holds (l2_reread_share: near re-reads, and far
     ones as far as their footprint fits L2) and DRAM's for the others; one loop's
-    iteration keeps one wait."""
+    iteration keeps one wait, at L2's latency for its panel hits (`again`)."""
     from occupancy.core.solver import solve
     from occupancy.tune.model import DRAM_LATENCY_CLOCKS, L2_LATENCY_CLOCKS, _tiled_loop_stall
     from occupancy.tune.ptxsim import FIELDS, Traffic
@@ -996,7 +996,8 @@ def test_a_unit_across_phases_waits_once_per_batch_of_its_loads() -> None:
 
     one = DRAM_LATENCY_CLOCKS / (1000 + DRAM_LATENCY_CLOCKS)  # a lone block: f^1
     assert stall(0.0) == pytest.approx(1 / (1 - one))
-    assert stall(0.0, again=1.0) == stall(0.0)
+    lone = L2_LATENCY_CLOCKS / (1000 + L2_LATENCY_CLOCKS)  # every tile an L2 hit (item 38)
+    assert stall(0.0, again=1.0) == pytest.approx(1 / (1 - lone))
     ten = 10 * DRAM_LATENCY_CLOCKS  # 40 loads, 4 a batch
     assert stall(1.0) == pytest.approx(1 / (1 - ten / (1000 + ten)))
     l2 = 10 * L2_LATENCY_CLOCKS  # every line loaded again from L2

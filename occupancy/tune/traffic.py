@@ -85,7 +85,7 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     try:
         t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, atomic_log=first_log,
                      merge=merge, touched=first_bytes, lds_words=words)
-        unroll = round(sass_ffma / t.inner_ffma) if t.inner_ffma and merge[0] else 1
+        unroll = max(1, round(sass_ffma / t.inner_ffma)) if t.inner_ffma and merge[0] else 1
         if unroll >= 2:
             merge = (*merge[:2], merged_across(words, scalar_share))
             first_log.clear()
@@ -105,27 +105,25 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     if other is not None:
         try:
             second_bytes: dict[int, int] = {}
-            second = run_warp(ptx, entry, args, block, grid, banks, other[0], whole,
-                              max(unroll, 1), atomic_log=last_log if last_warp else None,
-                              next_block=other[1],
+            second = run_warp(ptx, entry, args, block, grid, banks, other[0], whole, unroll,
+                              atomic_log=last_log if last_warp else None, next_block=other[1],
                               merge=merge, foreign=first_bytes, touched=second_bytes)
             both = sum((m & first_bytes.get(x, 0)).bit_count() for x, m in second_bytes.items())
             if first.complete and first.reread_lines and both:
-                t = run_warp(ptx, entry, args, block, grid, banks, whole=whole,
-                             unroll=max(unroll, 1), merge=merge, foreign=second_bytes)
+                t = run_warp(ptx, entry, args, block, grid, banks, whole=whole, unroll=unroll,
+                             merge=merge, foreign=second_bytes)
             t = replace(block_sample(t, second), shared_bytes=float(both))
         except PtxError:
             last_log.clear()  # warp 0 alone
     if t.global_stores:
-        t = _store_ends(t, first, second, ptx, entry, args, block, grid, banks, whole,
-                        max(unroll, 1), merge)
+        t = _store_ends(t, first, second, ptx, entry, args, block, grid, banks, whole, unroll,
+                        merge)
     if first.global_loads and first.barriers and first_bytes:
-        x, y = _panel_shares(first_bytes, ptx, entry, args, block, grid, banks, whole,
-                             max(unroll, 1), merge)
-        t = replace(t, x_shared=x, y_shared=y)
+        t = _panel_shares(t, first_bytes, ptx, entry, args, block, grid, banks, whole, unroll,
+                          merge)
     # (a grid under 3 blocks a side has its middle block at 0: nothing to compare it with)
     if first.complete and (first_log or last_log) and any(g >= 3 for g in grid):
-        t = _contended(t, ptx, entry, args, block, grid, banks, whole, max(unroll, 1),
+        t = _contended(t, ptx, entry, args, block, grid, banks, whole, unroll,
                        first_log, last_log, last_warp + 1, merge)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -216,15 +214,15 @@ def _store_ends(t: Traffic, first: Traffic, second: Traffic | None, ptx: str, en
                    open_store_sectors=opened * t.global_stores)
 
 
-def _panel_shares(first_bytes: Mapping[int, int], ptx: str, entry: str,
+def _panel_shares(t: Traffic, first_bytes: Mapping[int, int], ptx: str, entry: str,
                   args: Sequence[float | int], block: Sequence[int], grid: Sequence[int],
-                  banks: int, whole: bool, unroll: int, merge: tuple[bool, ...]
-                  ) -> tuple[float, float]:
-    """The shares of the bytes warp 0 of the middle block touches that warp 0 of the last
-    block of its row (along x) and of its column (along y) touch too: a GEMM's A panel,
-    which every block of a row loads, and its B panel, which every block of a column does
-    (a stencil's halo, shared with the next block only, is not). A byte both touch counts
-    along x. model.panel_hit_share turns them into the share of the tile loads L2 holds."""
+                  banks: int, whole: bool, unroll: int, merge: tuple[bool, ...]) -> Traffic:
+    """`t` with `x_shared` and `y_shared`: the shares of the bytes warp 0 of the middle block
+    touches that warp 0 of the last block of its row (along x) and of its column (along y)
+    touch too: a GEMM's A panel, which every block of a row loads, and its B panel, which
+    every block of a column does (a stencil's halo, shared with the next block only, is
+    not). A byte both touch counts along x. reuse.panel_hit_share turns them into the share
+    of the tile loads L2 holds (docs/model.md item 38)."""
     from occupancy.tune.ptxsim import PtxError, run_warp
 
     total = sum(m.bit_count() for m in first_bytes.values())
@@ -243,7 +241,7 @@ def _panel_shares(first_bytes: Mapping[int, int], ptx: str, entry: str,
         both = {x: m & other.get(x, 0) for x, m in counted.items()}
         shares[axis] = sum(m.bit_count() for m in both.values()) / total
         counted = {x: m & ~both[x] for x, m in counted.items()}  # counted along x already
-    return shares[0], shares[1]
+    return replace(t, x_shared=shares[0], y_shared=shares[1])
 
 
 def _contended(t: Traffic, ptx: str, entry: str, args: Sequence[float | int],
