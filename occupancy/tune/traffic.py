@@ -125,12 +125,17 @@ def warp_traffic(build: Build, entry: str, args: Sequence[float | int], block: S
     if first.complete and (first_log or last_log) and any(g >= 3 for g in grid):
         t = _contended(t, ptx, entry, args, block, grid, banks, whole, unroll,
                        first_log, last_log, last_warp + 1, merge)
+    _keep(path, t)
+    return t
+
+
+def _keep(path: Path, t: Traffic) -> None:
+    """The warp's traffic cached at `path` (an unwritable cache only costs the next run)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(path.parent, path.name, json.dumps(asdict(t)).encode())
     except OSError:
         pass
-    return t
 
 
 # warps whose store ends stand for the rows' (their first: the sample's warp 0)
