@@ -486,16 +486,23 @@ def test_panel_hits_match_nsight_on_the_h200() -> None:
     assert v100.sm_count == 80 and single == pytest.approx(1 - (2 + 64) / 2 / 80)
 
 
-def test_panel_hits_wait_l2_only_after_the_first_round() -> None:
-    """The first round's blocks load their shared tiles at once (a hit on a line still on its
-    way waits as long as the miss): a grid of one round keeps DRAM's latency for all of its
-    tile loads, 4,096 blocks of one an SM wait L2's for the hits of the 3,964 dealt later."""
+def test_panel_hits_wait_l2_only_where_blocks_do_not_run_in_step() -> None:
+    """The first round's blocks load their shared tiles at once, and one block an SM runs in
+    step with its peers every round (a hit on a line still on its way waits as long as the
+    miss): a grid of one round, or of one block an SM, keeps DRAM's latency for all of its
+    tile loads; 3 blocks an SM over 4,096 blocks wait L2's for 2 in 3 of the hits of the
+    blocks dealt after the first 396 (bench/results/h200-l2panel)."""
     from occupancy.tune.reuse import panel_hit_share, panel_l2_share
 
     h200 = load_device("h200")
-    one = solve(h200, 512, 128)
     t = _traffic(x_shared=0.5, y_shared=0.5)
-    assert panel_l2_share(h200, one, (12, 11), t) == 0  # 132 blocks: one round
-    hit = panel_hit_share(h200, one, (64, 64), t)
-    assert panel_l2_share(h200, one, (64, 64), t) == pytest.approx(hit * (4096 - 132) / 4096)
-    assert panel_l2_share(h200, one, (64, 64), _traffic()) == 0
+    one = solve(h200, 512, 128)
+    assert panel_l2_share(h200, one, (64, 64), t) == 0
+    three = solve(h200, 128, 168)
+    assert three.active_blocks_per_sm == 3
+    assert panel_l2_share(h200, three, (12, 33), t) == 0  # 396 blocks: one round
+    hit = panel_hit_share(h200, three, (64, 64), t)
+    assert 0.5 < hit < 1
+    assert panel_l2_share(h200, three, (64, 64), t) == pytest.approx(
+        hit * (1 - 396 / 4096) * (1 - 1 / 3))
+    assert panel_l2_share(h200, three, (64, 64), _traffic()) == 0

@@ -201,10 +201,16 @@ def panel_hit_share(dev: Device, occ: OccupancyResult, grid: tuple[int, ...],
 def panel_l2_share(dev: Device, occ: OccupancyResult, grid: tuple[int, ...],
                    traffic: Traffic) -> float:
     """The share of a tiled loop's global loads that wait only L2's latency: the panel hits
-    (panel_hit_share) of the blocks dealt after the first round. The first round's blocks
-    start together and load a shared tile at once, so the later ones hit a line still on
-    its way from DRAM and wait as long as the first (Nsight counts them as hits); blocks
-    dealt as others finish start apart. A grid of one round gains nothing."""
+    (panel_hit_share) of blocks that do not load a shared tile at the moment its other
+    readers do. A hit on a line still on its way from DRAM waits as long as the miss
+    (Nsight counts it as a hit). The first round of blocks starts together, so only the
+    blocks dealt later count (1 - C / blocks); and one block an SM runs in step with its
+    peers on the other SMs in every round (they start and end together), while B blocks an
+    SM queue for it, which staggers all but one in B (1 - 1 / B). On the H200
+    (bench/results/h200-l2panel) examples/sgemm's one-block point took 1.161-1.166 ms a
+    round at 1, 2, 4 and 8 rounds, and its three-block point 1.417 ms at one round and
+    1.365 ms at eight."""
     blocks = max(math.prod(grid), 1) if grid else 1
-    resident = min(blocks, occ.resident_blocks(blocks, dev.sm_count) * dev.sm_count)
-    return panel_hit_share(dev, occ, grid, traffic) * (1.0 - resident / blocks)
+    per_sm = occ.resident_blocks(blocks, dev.sm_count)
+    later = 1.0 - min(blocks, per_sm * dev.sm_count) / blocks
+    return panel_hit_share(dev, occ, grid, traffic) * later * (1.0 - 1.0 / per_sm)
