@@ -172,8 +172,9 @@ def l2_reread_share(dev: Device, occ: OccupancyResult, grid_blocks: int,
 # L2 halves that each keep their own copy of a line: the A100's and H100's L2 is two
 # partitions, each caching for the SMs next to it, so a line the SMs of both halves load
 # misses once in each. On the H200 (compute capability 9.0) the tile loads' L2 hit rates of
-# nine SGEMM points (bench/results/h200-sass-stalls; 50-89%) lie within 0-5 points of
-# panel_hit_share's with 2 and 12-25 points above it with 1; other chips are not measured.
+# nine SGEMM points (bench/results/h200-sass-stalls; 50-89%) lie within 0.6-6.4 points of
+# panel_hit_share's with 2 (mean 2.7) and 10.6 points off with 1 (24 at worst); other chips
+# are not measured.
 L2_PARTITIONS = {"8.0": 2, "9.0": 2}
 
 
