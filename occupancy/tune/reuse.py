@@ -191,8 +191,8 @@ def panel_hit_share(dev: Device, occ: OccupancyResult, grid: tuple[int, ...],
     two partitions (Nsight Compute: 50%); three blocks an SM of 64 x 128 tiles, 77% (78%)."""
     if not grid or not (traffic.x_shared or traffic.y_shared):
         return 0.0
-    gx, blocks = max(grid[0], 1), max(math.prod(grid), 1)
-    resident = min(blocks, occ.resident_blocks(blocks, dev.sm_count) * dev.sm_count)
+    gx = max(grid[0], 1)
+    blocks, _, resident = _rounds(dev, occ, grid)
     rows, cols = min(blocks // gx or 1, math.ceil(resident / gx)), min(resident, gx)
     x, y = traffic.x_shared, traffic.y_shared
     miss = x * rows / resident + y * cols / resident + max(0.0, 1.0 - x - y)
@@ -211,7 +211,13 @@ def panel_l2_share(dev: Device, occ: OccupancyResult, grid: tuple[int, ...],
     (bench/results/h200-l2panel) examples/sgemm's one-block point took 1.161-1.166 ms a
     round at 1, 2, 4 and 8 rounds, and its three-block point 1.417 ms at one round and
     1.365 ms at eight."""
+    blocks, per_sm, resident = _rounds(dev, occ, grid)
+    later = 1.0 - resident / blocks
+    return panel_hit_share(dev, occ, grid, traffic) * later * (1.0 - 1.0 / per_sm)
+
+
+def _rounds(dev: Device, occ: OccupancyResult, grid: tuple[int, ...]) -> tuple[int, int, int]:
+    """(the grid's blocks, those an SM holds at once, those the GPU holds at once)."""
     blocks = max(math.prod(grid), 1) if grid else 1
     per_sm = occ.resident_blocks(blocks, dev.sm_count)
-    later = 1.0 - min(blocks, per_sm * dev.sm_count) / blocks
-    return panel_hit_share(dev, occ, grid, traffic) * later * (1.0 - 1.0 / per_sm)
+    return blocks, per_sm, min(blocks, per_sm * dev.sm_count)

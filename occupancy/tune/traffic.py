@@ -232,9 +232,8 @@ def _panel_shares(t: Traffic, first_bytes: Mapping[int, int], ptx: str, entry: s
 
     total = sum(m.bit_count() for m in first_bytes.values())
     shares, counted = [0.0, 0.0], dict(first_bytes)
-    for axis in (0, 1):
-        middle = (grid[axis] - 1) // 2 if axis < len(grid) else 0
-        far = (grid[axis] - 1 - middle) if axis < len(grid) else 0
+    for axis in range(min(2, len(grid))):
+        far = grid[axis] - 1 - (grid[axis] - 1) // 2  # the last block, from the middle one
         if far < 1 or not total:
             continue
         other: dict[int, int] = {}
