@@ -1,6 +1,6 @@
 // Microbenchmark (issue 18, docs/model.md item 39): what lengthens a warp's wait for its
 // shared loads in a tiled GEMM's inner loop. SGEMM_CUDA's vectorized kernel at TM = 16
-// waits ~137 clocks a k step on its shared loads under load (bench/results/h200-vec-broadcast,
+// waits ~150 clocks a k step on its shared loads under load (bench/results/h200-vec-broadcast,
 // h200-sass-stalls), where this project's lds_ffma.cu loop of the same shape waits ~30-45
 // (h200-dispatch). The two differ in three ways, each a switch here:
 //   BCAST  the A operand is read as a broadcast (every lane of a warp the same float4, as
