@@ -8,7 +8,8 @@ it is what the other blocks did not hide, printed again below beside three ways 
 one-block E among B blocks: in step (E / B: the blocks wait together, one E a round),
 tune/model.py busy_share (the closed queue the model takes, item 36) and f^B (blocks that
 drift independently, item 36's earlier form), with C a block's tile of compute at the
-barriers-alone rate. Usage: python bench/ldsbar/exposure.py TILELOAD_TXT"""
+barriers-alone rate (a staggered build's rows, bench/ldsbar/stagger.sh, beside the E alone of
+the same build without the stagger). Usage: python bench/ldsbar/exposure.py TILELOAD_TXT [STAGGER_TXT]"""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ ROWS = 8  # k steps a tile (lds_bar.cu)
 
 def main() -> None:
     rows = [dict(f.split("=", 1) for f in line.split() if "=" in f)
-            for line in Path(sys.argv[1]).read_text().splitlines()]
+            for arg in sys.argv[1:] for line in Path(arg).read_text().splitlines()]
     rows = [r for r in rows if r.get("check") == "ok"]
     base = {(r["build"].replace("_s1_", "_s3_"), r["block"], r["warps_per_sm"]):
             float(r["ns_per_warp_iter_per_sm"]) for r in rows if r["sync"] == "1"}
@@ -54,9 +55,9 @@ def main() -> None:
     print(f"\n{'build':22} {'blocks/SM':>9} {'source':>6} {'E alone':>7} {'E here':>7} "
           f"{'E / B':>6} {'queue':>6} {'f^B':>6}")
     for b, n, src, e, c in found:
-        if n == 1 or (b, src) not in alone:
+        if n == 1 or (b.removesuffix("_st"), src) not in alone:
             continue
-        e1 = alone[(b, src)]
+        e1 = alone[(b.removesuffix("_st"), src)]
         queue = (1 / busy_share(n, c, e1) - 1) * c
         f = e1 / (c + e1)
         drift = (1 / (1 - f ** n) - 1) * c

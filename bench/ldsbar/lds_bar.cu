@@ -13,6 +13,8 @@
 //          3: the same from a block's own place in a buffer of NT copies of the tiles, a
 //          new one every tile, as a GEMM's blocks walk their panels (NT = 512: 6-10 MB,
 //          L2 holds them; NT = 16384: 200-330 MB, they come from DRAM);
+//   STAGGER (clocks) blocks start apart, by 0-3 quarters of it (an SM's blocks otherwise
+//          begin, and stay, in step);
 //   ROLLED the ROWS k steps of a tile kept rolled (a warp waits for each step's loads
 //          before its FFMAs), else unrolled (ptxas may issue the next step's loads early).
 // Each k step loads TM + TN floats a lane (TM / 4 + TN / 4 LDS.128) and does the TM x TN
@@ -44,6 +46,11 @@
 #define ALANE(lane) (lane)
 #define BCAST_ON 0
 #endif
+#ifdef STAGGER
+#define STAGGER_ON STAGGER
+#else
+#define STAGGER_ON 0
+#endif
 #define K 2048
 #define ROWS 8
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
@@ -51,7 +58,7 @@
 
 __global__ void outer(const float4* __restrict__ a_in, const float4* __restrict__ b_in,
                       const float4* __restrict__ a_big, const float4* __restrict__ b_big,
-                      int nt, float* out) {
+                      int nt, int nsm, float* out) {
   __shared__ float4 As[ROWS * (TM / 4)][32];
   __shared__ float4 Bs[ROWS * (TN / 4)][32];
   extern __shared__ float reserved[];  // never read: only its reservation counts
@@ -66,6 +73,14 @@ __global__ void outer(const float4* __restrict__ a_in, const float4* __restrict_
 #endif
   for (int r = warp; r < ROWS * (TM / 4); r += warps) As[r][lane] = a_in[r * 32 + lane];
   for (int r = warp; r < ROWS * (TN / 4); r += warps) Bs[r][lane] = b_in[r * 32 + lane];
+#ifdef STAGGER
+  // blocks start apart: block b waits (b / SMs) % 4 quarters of STAGGER clocks first, so
+  // the blocks an SM holds (dealt round-robin over the SMs) do not begin in step
+  if (threadIdx.x == 0) {
+    long long until = clock64() + (long long)STAGGER * ((blockIdx.x / nsm) % 4) / 4;
+    while (clock64() < until) {}
+  }
+#endif
   __syncthreads();
   float acc[TM][TN];
 #pragma unroll
@@ -186,11 +201,11 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&out, grid * block * sizeof(float)));
     CHECK(cudaMemset(out, 0xff, grid * block * sizeof(float)));  // NaN: an unwritten output fails
     cudaEvent_t e0, e1; CHECK(cudaEventCreate(&e0)); CHECK(cudaEventCreate(&e1));
-    for (int r = 0; r < 3; r++) outer<<<grid, block, smem>>>(a, b, a_big, b_big, nt, out);
+    for (int r = 0; r < 3; r++) outer<<<grid, block, smem>>>(a, b, a_big, b_big, nt, sms, out);
     CHECK(cudaGetLastError()); CHECK(cudaDeviceSynchronize());
     std::vector<float> ms(15);
     for (auto& m : ms) {
-      CHECK(cudaEventRecord(e0)); outer<<<grid, block, smem>>>(a, b, a_big, b_big, nt, out); CHECK(cudaEventRecord(e1));
+      CHECK(cudaEventRecord(e0)); outer<<<grid, block, smem>>>(a, b, a_big, b_big, nt, sms, out); CHECK(cudaEventRecord(e1));
       CHECK(cudaEventSynchronize(e1)); CHECK(cudaEventElapsedTime(&m, e0, e1));
     }
     CHECK(cudaGetLastError());
@@ -200,9 +215,9 @@ int main(int argc, char** argv) {
     bool ok = std::fabs(got[5] - want) <= 1e-4 * std::fabs(want) + 1e-4;
     for (float g : got) ok = ok && std::isfinite(g);  // every output written
     double warp_iters_per_sm = (double)grid * block / 32 * K / sms;
-    printf("tm=%d tn=%d bcast=%d sync=%d nt=%d rolled=%d block=%d smem=%d warps_per_sm=%d "
+    printf("tm=%d tn=%d bcast=%d sync=%d nt=%d stagger=%d rolled=%d block=%d smem=%d warps_per_sm=%d "
            "median_ms=%.4f p10_ms=%.4f p90_ms=%.4f ns_per_warp_iter_per_sm=%.4f check=%s\n",
-           TM, TN, BCAST_ON, SYNC, nt, rolled, block, smem, per_sm * block / 32, ms[ms.size() / 2],
+           TM, TN, BCAST_ON, SYNC, nt, STAGGER_ON, rolled, block, smem, per_sm * block / 32, ms[ms.size() / 2],
            ms[1], ms[ms.size() - 2], ms[ms.size() / 2] * 1e6 / warp_iters_per_sm, ok ? "ok" : "WRONG");
     CHECK(cudaFree(out)); CHECK(cudaEventDestroy(e0)); CHECK(cudaEventDestroy(e1));
   }
