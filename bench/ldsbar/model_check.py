@@ -54,7 +54,8 @@ def main() -> None:
             continue  # tile loads: the SASS alone cannot say they hit L2 (exposure.py)
         defs = (f"-DTM={tm}", f"-DTN={tn}", f"-DSYNC={v['sync']}") \
             + (("-DBCAST",) if v["bcast"] == "1" else ()) + (("-DROLLED",) if v["rolled"] == "1" else ()) \
-            + ((f"-DWARPS={block // 32}",) if "_w" in v.get("build", "") else ())
+            + ((f"-DWARPS={block // 32}",) if "_w" in v.get("build", "") else ()) \
+            + ((f"-DSTAGGER={v['stagger']}",) if v.get("stagger", "0") != "0" else ())
         if defs not in built:
             built[defs] = build(defs)
         mix, regs, static = built[defs]
