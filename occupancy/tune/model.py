@@ -531,14 +531,14 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
     covered = traffic.cover if units and traffic is not None and traffic.covered_loads \
         else mix.get("ldg_cover", 0)
     cover = covered * warps_per_block / SCHEDULERS_PER_SM
-    exposed = max(0.0, DRAM_LATENCY_CLOCKS * (1 - again) + L2_LATENCY_CLOCKS * again - cover)
+    # at the L2's latency for the share `again` of the loads L2 holds, DRAM's for the others
+    latency = DRAM_LATENCY_CLOCKS * (1 - again) + L2_LATENCY_CLOCKS * again
+    trips = 1.0
     if units and traffic is not None and traffic.phases and traffic.global_loads:
         # a unit that is the run so far across several loops (ptxsim's phases) waits once
-        # per batch of its loads (the SASS's), not once: at the L2's latency for the lines
-        # the warp loads again that L2 holds and DRAM's for the others
+        # per batch of its loads (the SASS's), not once
         trips = max(1.0, traffic.global_loads / max(per_batch, 1.0))
-        latency = DRAM_LATENCY_CLOCKS * (1 - again) + L2_LATENCY_CLOCKS * again
-        exposed = trips * max(0.0, latency - cover)
+    exposed = trips * max(0.0, latency - cover)
     return 1 / busy_share(blocks_per_sm, iteration, exposed)
 
 
