@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 @click.option("-n", "size", type=click.IntRange(64, 65536), default=None,
               help="Matrix size (default: 4096 for matmul, 8192 for transpose).")
 @click.option("--tiles", default=None, metavar="LABEL,...",
-              help="Only these candidates (labels as `occupancy tile` prints them).")
+              help="Only these candidates (labels as `occupancy tile` prints them; a manifest's "
+                   "points as `BM=64 BN=64 ...`).")
 @click.option("--top", type=click.IntRange(1, 10_000), default=None, metavar="K",
               help="With a MANIFEST: only the K best predicted points (default: all launchable).")
 @click.option("--budget", type=click.IntRange(1, 10_000), default=None, metavar="N",
@@ -89,8 +90,9 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
             if kernel is None:
                 raise InputError(f"{target}: give --kernel NAME (a tuning entry), or matmul / "
                                  "transpose / all for the shipped families")
+            labels = [t.strip() for t in tiles.split(",") if t.strip()] if tiles else []
             tuned = _measure_entry(target, kernel, problem_sets(sets), top, budget,
-                                   max_compiles, reps, progress)
+                                   max_compiles, reps, progress, labels)
             inputs.append(target)
     record = tuned if tuned is not None else shipped
     from occupancy.output.answers import Measured
@@ -116,13 +118,17 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
 
 
 def _measure_entry(target: str, kernel: str, sets: dict[str, int], top: int | None,
-                   budget: int | None, max_compiles: int, reps: int, progress: Any
-                   ) -> TuningRecord:
+                   budget: int | None, max_compiles: int, reps: int, progress: Any,
+                   labels: list[str]) -> TuningRecord:
     """A manifest's entry on the GPU: a Triton entry through Triton's launcher, a CUDA one
-    ranked for the live device and launched through CuPy."""
+    ranked for the live device and launched through CuPy (only the points `labels` name,
+    where given)."""
     from occupancy.inputs.manifest.triton import find_kind
 
     if find_kind(target, kernel) == "triton":
+        if labels:
+            raise InputError("--tiles: a Triton entry's configs are measured all together; "
+                             "give --tiles with a CUDA entry, or narrow the entry's configs")
         from occupancy.gpu.triton_measure import measure_triton
 
         return measure_triton(target, kernel, sets, top, reps, progress, budget)
@@ -134,5 +140,5 @@ def _measure_entry(target: str, kernel: str, sets: dict[str, int], top: int | No
 
     spec = load_tuning(target, kernel, sets)
     dev = from_cuda_properties(device_properties(0))
-    pts, removed = points(spec, limits=WorkLimits(compiles=max_compiles))
+    pts, removed = points(spec, limits=WorkLimits(compiles=max_compiles), only=labels)
     return measure_tuning(spec, rank(spec, dev, pts, removed), top, reps, progress, budget)

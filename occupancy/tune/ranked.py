@@ -58,6 +58,11 @@ class Point:
     def grid_blocks(self) -> int:
         return math.prod(self.grid)
 
+    @property
+    def label(self) -> str:
+        """Its params as `occupancy tile` prints them (`TILE=16 PAD=1`)."""
+        return " ".join(f"{k}={v}" for k, v in self.params.items())
+
 
 @dataclass(frozen=True)
 class Ranked:
@@ -85,7 +90,7 @@ class Ranked:
         """The shipped candidate's label (`tiled 16`), else its params (`TILE=16 PAD=1`)."""
         if self.candidate is not None:
             return self.candidate.label
-        return " ".join(f"{k}={v}" for k, v in self.point.params.items())
+        return self.point.label
 
 
 @dataclass(frozen=True)

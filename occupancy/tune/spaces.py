@@ -56,10 +56,12 @@ def _instance(template: str, env: Mapping[str, Any]) -> str:
     return check_function(template[:i] + re.sub(r"[A-Za-z_]\w*", sub, template[i:]), "function")
 
 
-def points(spec: TuneSpec, max_points: int = MAX_POINTS, limits: WorkLimits | None = None
-           ) -> tuple[list[Point], int]:
-    """Every point that passes `restrict`, and how many it removed. Over `max_points`
-    points in the space, or over the limits on compiles: an error before any work."""
+def points(spec: TuneSpec, max_points: int = MAX_POINTS, limits: WorkLimits | None = None,
+           only: Sequence[str] = ()) -> tuple[list[Point], int]:
+    """Every point that passes `restrict`, and how many it removed; with `only`, the points
+    of those labels alone (`measure --tiles`; a label that is none of them is an error).
+    Over `max_points` points in the space, or over the limits on compiles: an error before
+    any work."""
     total = math.prod(len(v) for v in spec.space.values())
     if total > max_points:
         raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': the space has "
@@ -97,6 +99,14 @@ def points(spec: TuneSpec, max_points: int = MAX_POINTS, limits: WorkLimits | No
     if not out:
         raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': restrict leaves no "
                              "point of the space: loosen it")
+    if only:
+        unknown = [t for t in only if t not in {p.label for p in out}]
+        if unknown:
+            raise OccupancyError(f"--tiles: {', '.join(inert(t) for t in unknown)}: not a point "
+                                 f"of kernel '{inert(spec.name)}'; see occupancy tile "
+                                 f"{inert(str(spec.manifest))} --kernel {inert(spec.name)} for "
+                                 "the labels")
+        out = [p for p in out if p.label in only]
     check_work(spec, out, limits)
     return out, removed
 
