@@ -85,6 +85,7 @@ def main() -> None:
         print(by_kind(rows))
     inputs = stall_inputs()
     groups: dict[tuple[int, int], list[tuple[float, ...]]] = collections.defaultdict(list)
+    short: dict[tuple[int, bool], list[float]] = collections.defaultdict(list)
     for key, a in load.items():
         if key not in noload or key not in inputs:
             continue
@@ -98,11 +99,19 @@ def main() -> None:
         groups[(min(blocks, 4), int(inputs[key]["batches"]))].append(
             (u, e, u / e if e else float("nan"), ta / tb - 1,
              a["predicted_ms"] / b["predicted_ms"] - 1))
+        if blocks >= 2 and inputs[key]["batches"] == 1 and e:
+            # a block's compute a tile (its share of the round without loads) against E
+            share = tb * CLOCKS_PER_MS / rounds / tiles / blocks
+            short[(min(blocks, 4), share < e)].append(u / e)
     print("\nblocks/SM batches points  U clocks  E clocks  U/E  added measured  added model")
     for (blocks, batches), v in sorted(groups.items()):
         med = [statistics.median(x[i] for x in v) for i in range(5)]
         print(f"{'4+' if blocks == 4 else blocks:>9} {batches:>7} {len(v):>6} {med[0]:>9.0f}"
               f" {med[1]:>9.0f} {med[2]:>4.2f} {med[3]:>+15.1%} {med[4]:>+12.1%}")
+    print("\none batch, 2+ blocks an SM, by a block's compute a tile against E:")
+    for (blocks, below), v in sorted(short.items()):
+        print(f"  {'4+' if blocks == 4 else blocks} blocks, compute {'<' if below else '>='} E:"
+              f" {len(v)} points, U / E median {statistics.median(v):.2f}")
 
 
 if __name__ == "__main__":
