@@ -8,7 +8,7 @@ nvcc and nvdisasm for the SASS): what the tile loads add, and where the model is
    stall takes for the point (E: the L2/DRAM latency mix less the cover; model.py
    _tiled_loop_stall), by blocks an SM and the SASS's batches of tile loads; and the time
    the loads add, measured and as the model has it (load over noload).
-Usage: python bench/tilexp/analyse.py DIR"""
+Usage: python bench/tilexp/analyse.py DIR [1d]   (1d: the load1d / noload1d pair)"""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ def records(root: Path, kernel: str) -> dict[str, dict[str, Any]]:
             if r.get("measured") and r.get("verified") is not False}
 
 
-def stall_inputs() -> dict[str, dict[str, float]]:
-    """Per point of the `load` entry: the tiled-loop stall's inputs (its exposure E in
+def stall_inputs(entry: str) -> dict[str, dict[str, float]]:
+    """Per point of the `entry` (one with loads): the tiled-loop stall's inputs (its exposure E in
     clocks, the SASS's batches), from the model's own ranking with the stall observed."""
     from occupancy import load_device
     from occupancy.inputs.manifest.tuning import load_tuning
@@ -52,7 +52,7 @@ def stall_inputs() -> dict[str, dict[str, float]]:
         return orig(mix, traffic, units, wpb, bps, per_batch, again)
 
     model._tiled_loop_stall = watch  # type: ignore[assignment]
-    spec = load_tuning(ROOT / "bench/tilexp/tune.yaml", "load", {})
+    spec = load_tuning(ROOT / "bench/tilexp/tune.yaml", entry, {})
     pts, _ = points(spec)
     dev, out = load_device("h200"), {}
     for p in pts:
@@ -67,23 +67,24 @@ def by_kind(rows: dict[str, dict[str, Any]]) -> str:
     groups: dict[str, list[float]] = collections.defaultdict(list)
     for r in rows.values():
         p = r["params"]
-        kind = f"VEC={p['VEC']} {p['TM']}x{p['TN']} {r['predicted_bound']}"
+        kind = f"VEC={p.get('VEC', 0)} {p['TM']}x{p.get('TN', 1)} {r['predicted_bound']}"
         groups[kind].append(r["predicted_ms"] / r["measured"]["median_ms"] - 1)
     return "\n".join(f"  {k:20} {len(v):3} points, median error {statistics.median(v):+6.1%}"
                      for k, v in sorted(groups.items()))
 
 
 def main() -> None:
-    if len(sys.argv) != 2 or not Path(sys.argv[1]).is_dir():
-        print("Error: give the folder bench/tilexp/run.sh wrote", file=sys.stderr)
+    if len(sys.argv) not in (2, 3) or not Path(sys.argv[1]).is_dir() \
+            or sys.argv[2:] not in ([], ["1d"]):
+        print("Error: give the folder bench/tilexp/run.sh wrote, and 1d or nothing", file=sys.stderr)
         raise SystemExit(2)
-    root = Path(sys.argv[1])
-    load, noload = records(root, "load"), records(root, "noload")
-    for name, rows in (("load", load), ("noload", noload)):
+    root, suffix = Path(sys.argv[1]), "".join(sys.argv[2:])
+    load, noload = records(root, "load" + suffix), records(root, "noload" + suffix)
+    for name, rows in (("load" + suffix, load), ("noload" + suffix, noload)):
         errs = [abs(r["predicted_ms"] / r["measured"]["median_ms"] - 1) for r in rows.values()]
         print(f"{name}: {len(rows)} points, median |error| {statistics.median(errs):.1%}")
         print(by_kind(rows))
-    inputs = stall_inputs()
+    inputs = stall_inputs("load" + suffix)
     groups: dict[tuple[int, int], list[tuple[float, ...]]] = collections.defaultdict(list)
     short: dict[tuple[int, bool], list[float]] = collections.defaultdict(list)
     for key, a in load.items():

@@ -5,6 +5,8 @@
 //   LOAD = 0 stores values made from the indices instead of loading A and B: the same
 //           stores, barriers and inner loop with no global load, so LOAD 1 - LOAD 0 is the
 //           time the tile loads add (bench/tilexp/run.sh times both; compare.py).
+// tilexp1d below is the same pair for a 1-D blocktiling loop (each thread TM results of a
+// column, one element of each tile a thread, the calibration part's SGEMM 1-D shape).
 // Written here (no public code); bench/tilexp/tune.yaml is its manifest.
 #pragma once
 
@@ -77,4 +79,40 @@ tilexp(int M, int N, int K, float alpha, const float* __restrict__ A,
       float* c = &C[(threadRow * TM + m) * N + threadCol * TN + n];
       *c = alpha * acc[m * TN + n] + beta * *c;
     }
+}
+
+template <int BM, int BN, int BK, int TM, int LOAD>
+__global__ void __launch_bounds__((BM * BN) / TM)
+tilexp1d(int M, int N, int K, float alpha, const float* __restrict__ A,
+         const float* __restrict__ B, float beta, float* __restrict__ C) {
+  const int cRow = blockIdx.y, cCol = blockIdx.x;
+  const int threadCol = threadIdx.x % BN, threadRow = threadIdx.x / BN;
+  __shared__ float As[BM * BK];
+  __shared__ float Bs[BK * BN];
+  A += cRow * BM * K;
+  B += cCol * BN;
+  C += cRow * BM * N + cCol * BN;
+  // one element of each tile a thread (BM * BK == BN * BK == the block's threads)
+  const int innerColA = threadIdx.x % BK, innerRowA = threadIdx.x / BK;
+  const int innerColB = threadIdx.x % BN, innerRowB = threadIdx.x / BN;
+  float acc[TM] = {0.0f};
+  for (int bk = 0; bk < K; bk += BK) {
+    As[innerRowA * BK + innerColA] = LOAD ? A[innerRowA * K + innerColA] : float(innerRowA + bk);
+    Bs[innerRowB * BN + innerColB] = LOAD ? B[innerRowB * N + innerColB] : float(innerColB - bk);
+    __syncthreads();
+    A += BK;
+    B += BK * N;
+#pragma unroll
+    for (int d = 0; d < BK; ++d) {
+      const float b = Bs[d * BN + threadCol];
+#pragma unroll
+      for (int i = 0; i < TM; ++i) acc[i] += As[(threadRow * TM + i) * BK + d] * b;
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    float* c = &C[(threadRow * TM + i) * N + threadCol];
+    *c = alpha * acc[i] + beta * *c;
+  }
 }
