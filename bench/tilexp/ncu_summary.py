@@ -15,6 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from ncu_load_summary import model_counts  # noqa: E402  (beside this script)
+
 STALLS = ("dispatch_stall", "short_scoreboard", "barrier", "mio_throttle", "wait", "not_selected")
 
 
@@ -30,20 +32,6 @@ def metrics(path: Path) -> tuple[str, dict[str, float]]:
     return name, vals
 
 
-def ptxsim_wavefronts(params: dict[str, int]) -> float:
-    """ptxsim's shared wavefronts for the whole launch: a warp's count a tile (the unit it
-    ran) times the warps and the tiles."""
-    from occupancy import load_device
-    from occupancy.inputs.manifest.tuning import load_tuning
-    from occupancy.tune.spaces import points, rank
-
-    spec = load_tuning(ROOT / "bench/tilexp/tune.yaml", "noload", {})
-    pt = next(p for p in points(spec)[0] if p.params == params)
-    r = rank(spec, load_device("h200"), [pt], 0).ranked[0]
-    warps = pt.grid_blocks * pt.threads // 32
-    return r.traffic.shared_wavefronts * warps * (4096 // params["BK"])
-
-
 def main() -> None:
     if len(sys.argv) != 2 or not (Path(sys.argv[1]) / "ncu").is_dir():
         print("Error: give the record folder (with ncu/ and noload.json)", file=sys.stderr)
@@ -57,7 +45,8 @@ def main() -> None:
         params = {"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn, "VEC": vec, "PAD": 0}
         ms = timed[json.dumps(params, sort_keys=True)]
         wf = v["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"]
-        sim = ptxsim_wavefronts(params)
+        label = " ".join(f"{k}={v}" for k, v in params.items())
+        sim = model_counts("noload", label)[0]
         stalls = " ".join(f"{s} {v[f'smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio']:.2f}"
                           for s in STALLS)
         print(f"{bm}x{bn} BK={bk} TM={tm} TN={tn} VEC={vec}: shared wavefronts {wf / 1e6:.1f} M"

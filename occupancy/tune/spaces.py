@@ -100,13 +100,15 @@ def points(spec: TuneSpec, max_points: int = MAX_POINTS, limits: WorkLimits | No
         raise OccupancyError(f"{spec.manifest}: kernel '{inert(spec.name)}': restrict leaves no "
                              "point of the space: loosen it")
     if only:
-        unknown = [t for t in only if t not in {p.label for p in out}]
+        labels = {p.label for p in out}
+        unknown = [t for t in only if t not in labels]
         if unknown:
             raise OccupancyError(f"--tiles: {', '.join(inert(t) for t in unknown)}: not a point "
                                  f"of kernel '{inert(spec.name)}'; see occupancy tile "
                                  f"{inert(str(spec.manifest))} --kernel {inert(spec.name)} for "
                                  "the labels")
-        out = [p for p in out if p.label in only]
+        wanted = set(only)
+        out = [p for p in out if p.label in wanted]
     check_work(spec, out, limits)
     return out, removed
 
