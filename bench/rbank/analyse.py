@@ -86,7 +86,7 @@ def main() -> None:
     sass = members(rec / "sass.tgz")
     print("launch                          issue/clk  warps/sched  dispatch/issue  "
           "mod-2 conflicts/insn  FFMAs waiting at dispatch when a rule marks / does not mark them")
-    for run in ("run1.tgz", "run2.tgz"):
+    for run in ("run1.tgz", "run2.tgz", "run3.tgz"):
         files = members(rec / run)
         for name in sorted(f[:-8] for f in files if f.endswith("-src.csv")):
             raw = table(files[f"{name}-raw.csv"])[-1]
@@ -107,6 +107,27 @@ def main() -> None:
                   f"{num(raw['smsp__warps_active.avg.per_cycle_active']):13.2f}"
                   f"{num(raw['smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio']):16.2f}"
                   f"{h2 / len(hot):22.2f}   " + ", ".join(marks))
+    control_bits(rec, sass, members(rec / "run3.tgz"))
+
+
+def control_bits(rec: Path, sass: dict[str, str], run3: dict[str, str]) -> None:
+    """point-1's FFMAs by their control bits (stall clocks, yield): the scheduling hints
+    ptxas writes into each instruction (the second 64-bit word's bits 41-45)."""
+    lines = sass["point-1.hex.sass"].splitlines()
+    ctrl = [int(re.search(r"0x[0-9a-f]+", lines[j + 1]).group(0), 16) >> 41  # type: ignore[union-attr]
+            for j, line in enumerate(lines) if INSN.match(line)]
+    hot_rows = table(run3["point-1-src.csv"])
+    most = max(num(r["Instructions Executed"]) for r in hot_rows)
+    by: dict[tuple[int, int], list[float]] = {}
+    for r, c in zip(hot_rows, ctrl):
+        if num(r["Instructions Executed"]) >= 0.5 * most and r["Source"].split()[0] == "FFMA":
+            v = by.setdefault((c & 15, (c >> 4) & 1), [0.0, 0.0, 0.0])
+            v[0] += 1
+            v[1] += num(r["stall_dispatch"])
+            v[2] += num(r["stall_selected"])
+    print("point-1's loop FFMAs by control bits: " + ", ".join(
+        f"stall {k[0]} yield {k[1]}: {int(v[0])} FFMAs, dispatch/selected {v[1] / max(v[2], 1):.2f}"
+        for k, v in sorted(by.items())))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 # Usage: OUT=DIR bash bench/rbank/ncu.sh
 #        CONFIGS="128:70000 256:110000" OUT=DIR bash bench/rbank/ncu.sh  (unroll.cu alone, at
 #        those block:shared-bytes launches; bench/results/h200-rbank's run2)
+#        TILES=1 CONFIGS=none POINTS="BM=64 BN=128 ...;..." OUT=DIR bash bench/rbank/ncu.sh
+#        (these `noload` points alone, `;` between them; run3)
 set -u
 : "${OUT:?Error: set OUT to the folder the results go to}"
 cd "$(dirname "$0")/../.."
@@ -34,15 +36,18 @@ prof() {  # NAME KERNEL-REGEX SKIP COMMAND...
 for t in "8 4" "8 8" "4 4"; do set -- $t
   nvcc -O3 -arch=sm_90 -DTM=$1 -DTN=$2 -DUNROLL=32 -o $B/u$1$2 bench/icache/unroll.cu >> "$W/ncu.log" 2>&1
   for c in ${CONFIGS:-128:110000}; do
+    [ "$c" = none ] && continue
     prof "unroll32-$1x$2-${c/:/-}" outer 3 $B/u$1$2 "$c"
   done
 done
 i=0
-[ -n "${CONFIGS:-}" ] && TILES=0
-[ "${TILES:-1}" = 1 ] && for t in "BM=128 BN=128 BK=16 TM=16 TN=4 VEC=0 PAD=0" "BM=128 BN=128 BK=16 TM=8 TN=8 VEC=0 PAD=0" \
-    "BM=128 BN=128 BK=16 TM=8 TN=8 VEC=1 PAD=0"; do
+[ -n "${CONFIGS:-}" ] && TILES=${TILES:-0}
+DEFAULT_POINTS="BM=128 BN=128 BK=16 TM=16 TN=4 VEC=0 PAD=0;BM=128 BN=128 BK=16 TM=8 TN=8 VEC=0 PAD=0"
+DEFAULT_POINTS="$DEFAULT_POINTS;BM=128 BN=128 BK=16 TM=8 TN=8 VEC=1 PAD=0"
+IFS=';' read -r -a POINT_LIST <<< "${POINTS:-$DEFAULT_POINTS}"
+[ "${TILES:-1}" = 1 ] && for t in "${POINT_LIST[@]}"; do
   i=$((i + 1))
-  PYTHONPATH=. prof "tilexp-$i" tilexp 1 python3 -m occupancy measure bench/tilexp/tune.yaml \
+  PYTHONPATH=. prof "$([ -n "${POINTS:-}" ] && echo point || echo tilexp)-$i" tilexp 1 python3 -m occupancy measure bench/tilexp/tune.yaml \
     --kernel noload --tiles "$t" --reps 3
 done
 ncu --version >> "$W/ncu.log" 2>&1
