@@ -1,0 +1,19 @@
+// 16 independent FFMA chains, 64 FFMAs an iteration, all operands in registers
+extern "C" __global__ void ffma_loop(float* out, const float* in, int iters) {
+  float x[8], acc[16];
+  int t = threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < 8; i++) x[i] = in[(t + i) & 63];
+#pragma unroll
+  for (int i = 0; i < 16; i++) acc[i] = in[(t + 8 + i) & 63];
+  for (int it = 0; it < iters; it++) {
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+      for (int i = 0; i < 16; i++) acc[i] = fmaf(acc[i], x[(i + j) & 7], x[(i + 2 * j + 1) & 7]);
+  }
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 16; i++) s += acc[i];
+  out[blockIdx.x * blockDim.x + t] = s;
+}
