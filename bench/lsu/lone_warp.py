@@ -7,7 +7,8 @@ LATENCY clocks after that load. That gives the clocks a lone warp takes per k st
 against the instructions it issues (I). With w warps a scheduler, a step waits a fraction
 f = (T1 - I) / T1 of its time, and a scheduler idles when all its warps wait: I / (1 - f^w)
 clocks a warp step (the form of model._tiled_loop_stall). Compared with lsu.txt at the clock
-the SM holds: 1.69 GHz under full FFMA load (the model's CLOCK_UNDER_LOAD) for 8x8, 1.98 GHz
+the SM holds: 1.69 GHz under full FFMA load (the model's CLOCK_UNDER_LOAD then; docs/model.md
+item 42 took it out: no clock drop, the register banks instead) for 8x8, 1.98 GHz
 (boost) for 8x4 and 4x4.
 Usage: python bench/lsu/lone_warp.py [LATENCY]"""
 

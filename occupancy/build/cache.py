@@ -34,8 +34,8 @@ CACHE_FORMAT = 9  # what a cache entry holds; bump when KernelResources gains a 
 # `pass_loops` by whole loops, each counted once; 8: and the instructions of the narrow
 # pipes, `alu`, `imad`, `mufu`; 9: and the register-indexed __constant__ reads, `ldc3`, and
 # the module's __constant__ bytes, `cbank3`; 10: and the loop's scalar shared loads,
-# `lds_scalar`.)
-MIX_FORMAT = 10
+# `lds_scalar`; 11: and the clocks its FFMAs wait for the register banks, `reg_reads`.)
+MIX_FORMAT = 11
 
 
 def cache_dir() -> Path:

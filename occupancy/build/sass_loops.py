@@ -15,7 +15,7 @@ _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
 _SASS_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                         r"(?:.*?`\((\.L_x_\d+)\))?")
 COUNTED_KEYS = ("total", "ffma", "fp32", "lds_wavefronts", "lds_scalar", "sts_wavefronts", "ldg",
-                "stg", "bar", "div_ffma", "uldc", "ldc3", "warp_wait", *PIPE_KEYS)
+                "stg", "bar", "div_ffma", "uldc", "ldc3", "warp_wait", "reg_reads", *PIPE_KEYS)
 # `lds_scalar`: the loop's shared loads of 32 bits or less, beside `lds_wavefronts` (the 32-bit
 # words all its shared loads move): where ptxas kept a load scalar that steps one element
 # an iteration of the loop it unrolled, ptxsim must not merge it (tune/traffic.py)
@@ -70,7 +70,21 @@ _LDC_INDEXED = re.compile(r"c\[0x3\]\[\s*R\d")
 # scheduler's warps.
 SHARED_LOAD_CLOCKS = 50
 ALU_RESULT_CLOCKS = 4
+# `reg_reads`: the clocks a pass of the loop loses reading the FFMAs' source registers. From
+# Volta on the register file has two banks (register number mod 2), each giving one register
+# a clock to an instruction's operands; an FFMA's sources in one bank are read one after the
+# other, and the next instruction waits where it needs a bank in a clock still taken. A
+# source is read from the reuse cache instead where it is the register last marked `.reuse`
+# in its bank (any operand slot). Measured on the H200 (bench/results/h200-rbank-ffma:
+# bench/rbank/ffma.cu's loop with its registers rewritten, one warp a scheduler): three
+# sources in one bank 3.08-3.12 clocks an FFMA, two in one 2.09, whatever the destination's
+# bank and the register number mod 4; real loops' FFMAs replayed alone 1.24-1.65. On all 35
+# loops timed, this count is within -0.06 to +0.19 clocks an FFMA of the measured less ~0.07
+# of loop overhead (docs/model.md item 42). Other instructions take their issue slot and no
+# bank clocks here (not measured).
+REGISTER_BANKS = 2
 _MEMORY_LOADS = ("LD", "ATOM", "RED", "TEX", "TLD", "SU")
+_SOURCE_REG = re.compile(r"^[-|!~]*R(\d+|Z)\b(\.reuse)?")
 _REG = re.compile(r"\bR(\d+)\b")
 
 
@@ -188,7 +202,53 @@ def _counts(body: Sequence[_Insn]) -> dict[str, int]:
         elif (key := pipe_key(op)) is not None:  # the narrow pipes' (sass_pipes)
             mix[key] += 1
     mix["div_ffma"] = min(mix["div_ffma"], mix["ffma"])
+    mix["reg_reads"] = sum(register_read_waits(body))
     return mix
+
+
+def register_read_waits(body: Sequence[_Insn]) -> list[int]:
+    """The clocks each instruction of a pass of `body` waits for the register banks (see
+    REGISTER_BANKS), in order: the loop is passed twice and the second pass counted (the
+    reuse cache and the banks' last clocks carry over the back edge)."""
+    decoded = [(op, suffix, [_source_register(o) for o in rest.split(";")[0].split(",")[1:]])
+               for _, op, suffix, _, rest in body]
+    taken: set[tuple[int, int]] = set()
+    cached: dict[int, int] = {}
+    t = 0
+    waits: list[int] = []
+    for _ in range(2):
+        waits = []
+        for op, suffix, sources in decoded:
+            if op != "FFMA" or (suffix and ".64" in suffix):
+                waits.append(0)
+                t += 1
+                continue
+            reads = [s[0] for s in sources if s is not None and cached.get(s[0] % REGISTER_BANKS) != s[0]]
+            start = t
+            while True:  # the first clock at which every read finds its bank free
+                plan: set[tuple[int, int]] = set()
+                for r in reads:
+                    clock = t
+                    while (r % REGISTER_BANKS, clock) in plan:
+                        clock += 1
+                    plan.add((r % REGISTER_BANKS, clock))
+                if not plan & taken:
+                    break
+                t += 1
+            taken |= plan
+            taken = {x for x in taken if x[1] >= t - 1}
+            cached.update({s[0] % REGISTER_BANKS: s[0] for s in sources if s is not None and s[1]})
+            waits.append(t - start)
+            t += 1
+    return waits
+
+
+def _source_register(operand: str) -> tuple[int, bool] | None:
+    """(register, marked .reuse) of one source operand, or None (RZ, a constant, a literal)."""
+    m = _SOURCE_REG.match(operand.strip())
+    if m is None or m.group(1) == "Z":
+        return None
+    return int(m.group(1)), bool(m.group(2))
 
 
 def _lone_warp_wait(body: Sequence[_Insn], cyclic: bool) -> int:
@@ -199,14 +259,15 @@ def _lone_warp_wait(body: Sequence[_Insn], cyclic: bool) -> int:
     flight around the back edge); straight-line code once."""
     if not body:
         return 0
-    decoded = [(op, suffix, *_operands(rest, op)) for _, op, suffix, _, rest in body]
+    decoded = [(op, suffix, *_operands(rest, op), banks) for (_, op, suffix, _, rest), banks
+               in zip(body, register_read_waits(body), strict=True)]
     ready: dict[int, int] = {}
     t = 0
     starts = []
     for _ in range(3 if cyclic else 1):
         starts.append(t)
-        for op, suffix, writes, reads in decoded:
-            t = max(t, *(ready.get(r, 0) for r in reads), 0) + 1
+        for op, suffix, writes, reads, banks in decoded:
+            t = max(t, *(ready.get(r, 0) for r in reads), 0) + 1 + banks
             if op in ("LDS", "LDSM") and writes:
                 ready.update(dict.fromkeys(range(writes[0], writes[0] + _width(suffix)),
                                            t - 1 + SHARED_LOAD_CLOCKS))
@@ -216,7 +277,7 @@ def _lone_warp_wait(body: Sequence[_Insn], cyclic: bool) -> int:
             else:
                 ready.update(dict.fromkeys(writes, t - 1 + ALU_RESULT_CLOCKS))
     passed = t - starts[-1]
-    return max(0, passed - len(decoded))
+    return max(0, passed - len(decoded) - sum(d[-1] for d in decoded))
 
 
 def _loads(body: Sequence[_Insn]) -> int:

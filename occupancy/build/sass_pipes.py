@@ -49,6 +49,12 @@ def pipe_key(op: str) -> str | None:
     return None
 
 
+def issue_slots(mix: Mapping[str, int]) -> int:
+    """The clocks a pass of the loop takes to issue on its own: its instructions, and the
+    clocks its FFMAs wait for the register banks (sass_loops.REGISTER_BANKS)."""
+    return mix.get("total", 0) + mix.get("reg_reads", 0)
+
+
 def pipe_factor(dev: Device, mix: Mapping[str, int]) -> float:
     """How much longer than one issue slot an instruction the loop's issue side takes: the
     busiest pipe's clocks over the instructions issued (1 where issue is the limit, or
@@ -57,7 +63,7 @@ def pipe_factor(dev: Device, mix: Mapping[str, int]) -> float:
     ALU pipe is 16 lanes a sub-partition (measured on the H200, 9.0; 7.x and 8.x from the
     architectures' documented widths); older and newer chips are not measured and not
     priced."""
-    total = mix.get("total", 0)
+    total = issue_slots(mix)
     if total <= 0 or not all(k in mix for k in PIPE_KEYS):
         return 1.0
     try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from occupancy.build.sass_loops import COUNTED_KEYS
-from occupancy.build.sass_pipes import SCHEDULERS_PER_SM, pipe_factor
+from occupancy.build.sass_pipes import SCHEDULERS_PER_SM, issue_slots, pipe_factor
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
 from occupancy.tune.constwalk import constant_walk_seconds
@@ -47,8 +47,10 @@ PARTIAL_STORE_SECTORS_PER_CLOCK_PER_SM = 0.25
 # Sustained fractions of the datasheet peaks, measured on the H200 (bench/results):
 # device-to-device copy reaches 88% of the DRAM bandwidth (4.24 of 4.81 TB/s); cuBLAS
 # SGEMM 77% of the FP32 peak (51.4 of 66.9 TFLOP/s). Take ~5% of cuBLAS's issue slots for
-# its own loads and loop: the FFMA pipe then runs at 81% of the boost-clock peak (clocks
-# drop under full FMA load).
+# its own loads and loop: its FFMA pipe runs at 81% of the boost-clock peak, the floor under
+# a loop's FP32 time. The issue side runs at the boost clock (Nsight Compute: register-
+# blocked loops at 1.96-1.98 GHz, docs/model.md item 40) and its clocks are the SASS's own,
+# the register banks' waits among them (sass_loops.REGISTER_BANKS, item 42).
 DRAM_EFFICIENCY = 0.88
 FP32_EFFICIENCY = 0.81
 # A stream that only reads reaches more of DRAM than the copy: no turnarounds between reads
@@ -319,8 +321,6 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     # the merges at the copy's rate, as bench/blockrow/fit.py measured them
     merged = dram + merging / (dev.dram_bandwidth_gb_s * 1e9 * DRAM_EFFICIENCY) \
         * (1 + REQUEST_OVERHEAD_BYTES / 128.0)
-    slow = _clock_under_load(fma_time, max(fp32, issue, lsu, merged, scattered))
-    issue, lsu = issue / slow, lsu / slow
     blocks_per_sm = occ.resident_blocks(grid_blocks, dev.sm_count)
     warps = max(blocks_per_sm * warps_per_block, 1)
     # Where the SASS was read, its lone warp's wait says what the warps must hide (shared
@@ -403,7 +403,7 @@ def _sass_work(dev: Device, grid_blocks: int, occ: OccupancyResult, flops: float
     if runs:
         fp32 = max(fp32, runs * mix["fp32"] * dev.warp_size * 2
                    / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY))
-        issue = runs * mix["total"] / (sms * SCHEDULERS_PER_SM * clock)
+        issue = runs * issue_slots(mix) / (sms * SCHEDULERS_PER_SM * clock)
         wavefronts = (mix["lds_wavefronts"] + mix["sts_wavefronts"]
                       + GLOBAL_LOAD_COST * mix["ldg"] + mix["stg"] + BARRIER_COST * mix["bar"])
         lsu = runs * wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
@@ -450,14 +450,6 @@ def _ptx_work(dev: Device, t: Traffic, units: float) -> tuple[float, float, floa
     return lsu, issue, scattered
 
 
-def _clock_under_load(fma_time: float, busiest: float) -> float:
-    """The share of the boost clock that issue and load/store work run at. The SM's clock
-    drops under FMA load (FP32_EFFICIENCY holds that drop at a full FFMA pipe): they slow
-    with it in proportion to the FFMA pipe's share of the time (`busiest`: the largest
-    roof); a kernel without FLOPs runs at the boost clock."""
-    return 1 - (1 - CLOCK_UNDER_LOAD) * (min(1.0, fma_time / busiest) if busiest else 0.0)
-
-
 def _work_mem_hiding(dev: Device, occ: OccupancyResult, warps: int, registers_per_thread: int,
                      mix: dict[str, int], traffic: Traffic | None, units: float) -> float:
     """How much of the DRAM latency the SM's resident `warps` hide (1 - e^-x, Little's law).
@@ -492,7 +484,7 @@ def warp_wait_factor(mix: Mapping[str, int], warps: int) -> float:
     An SM with fewer warps than schedulers issues on that many of them only, each warp at
     its lone pace: 4 / warps x 1 / (1 - f) (a warp alone on an SM: 4x its issue count even
     where it never waits)."""
-    wait, issued = max(mix.get("warp_wait", 0), 0), mix.get("total", 0)
+    wait, issued = max(mix.get("warp_wait", 0), 0), issue_slots(mix)
     if "warp_wait" not in mix or issued <= 0:
         return 1.0  # no SASS read: predict_work's register guess stands in
     f = wait / (issued + wait)
@@ -594,7 +586,3 @@ def _work_seconds(dev: Device, occ: OccupancyResult, grid_blocks: int,
         seconds /= wave_eff
     return max(seconds, roofs["blocks"], roofs["latency"]), wave_eff
 
-
-# Issue-side rates run at the clock the SM holds under full load: FP32_EFFICIENCY less the
-# ~5% of cuBLAS's slots that were not FFMAs (see above).
-CLOCK_UNDER_LOAD = FP32_EFFICIENCY / 0.95
