@@ -85,3 +85,16 @@ def test_the_count_follows_what_the_h200_measured_on_rewritten_loops() -> None:
         got[name] = issue_slots(mix) / mix["ffma"]
         assert abs(got[name] + 0.07 - clocks) <= 0.2, (name, got[name], clocks)
     assert got["abc000-d0"] - got["abc010-d0"] == 1 and rows["abc000-d0"][0] - rows["abc010-d0"][0] > 0.95
+
+
+def test_the_lone_warp_counts_the_bank_clocks_once() -> None:
+    """Bank clocks are issue clocks, not a wait: a loop of independent FFMAs that only wait
+    for the banks has no `warp_wait`, and a dependence the bank clocks already cover adds none."""
+    banks_only = _loop("FFMA R10, R2, R4, R6", "FFMA R12, R8, R14, R16", "FFMA R18, R20, R22, R24",
+                       "FFMA R11, R3, R5, R7")
+    mix = dict(sass_loop_mix(banks_only)["_Z1kPf"])
+    assert mix["reg_reads"] > 0 and mix["warp_wait"] == 0
+    # R10 is read 2 + 2 bank clocks after the FFMA that writes it, more than its 4-clock result
+    covered = _loop("FFMA R10, R2, R4, R6", "FFMA R12, R8, R14, R16", "FFMA R18, R20, R22, R24",
+                    "FFMA R13, R10, R3, R5")
+    assert dict(sass_loop_mix(covered)["_Z1kPf"])["warp_wait"] == 0
