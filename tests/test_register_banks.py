@@ -33,11 +33,24 @@ def _waits(*body: str) -> list[int]:
 
 
 def test_three_sources_in_one_bank_take_three_clocks_two_take_two() -> None:
-    assert _waits("FFMA R10, R2, R4, R6", "FFMA R12, R8, R14, R16") == [0, 2]
     # the second FFMA waits two clocks for the first one's even bank, whose reads it shares
+    assert _waits("FFMA R10, R2, R4, R6", "FFMA R12, R8, R14, R16") == [0, 2]
     assert _waits("FFMA R11, R3, R4, R6", "FFMA R13, R5, R8, R9") == [0, 1]
     # one read a bank: nothing to wait for, and the destination's bank does not matter
     assert _waits("FFMA R10, R2, R3, RZ", "FFMA R11, R4, R5, RZ") == [0, 0]
+
+
+def test_sources_are_read_through_negation_absolute_value_and_predicates() -> None:
+    """`-R3`, `|R4|`, `-|R5|` and a predicated FFMA read their registers like plain ones; RZ,
+    constants and literals read none; a hostile operand list reads no more than three."""
+    assert _waits("FFMA R10, R2, R4, R6", "FFMA R12, -R8, |R14|, -|R16|") == [0, 2]
+    assert _waits("FFMA R10, R2, R4, R6", "FFMA R12, R9, c[0x0][0x10], 0x3f800000") == [0, 0]
+    mix = dict(sass_loop_mix(_loop("@P1 FFMA R10, R2, R4, R6", "@!P1 FFMA R12, R8, R14, R16"))
+               ["_Z1kPf"])
+    # two clocks each, the branch between the passes taking one of the first FFMA's
+    assert mix["ffma"] == 2 and mix["reg_reads"] == 3
+    hostile = "FFMA R10, " + ", ".join(f"R{2 * i}" for i in range(5000))
+    assert _waits(hostile, hostile) == [0, 2]
 
 
 def test_the_reuse_cache_serves_the_register_last_marked_in_its_bank() -> None:
@@ -85,6 +98,14 @@ def test_the_count_follows_what_the_h200_measured_on_rewritten_loops() -> None:
         got[name] = issue_slots(mix) / mix["ffma"]
         assert abs(got[name] + 0.07 - clocks) <= 0.2, (name, got[name], clocks)
     assert got["abc000-d0"] - got["abc010-d0"] == 1 and rows["abc000-d0"][0] - rows["abc010-d0"][0] > 0.95
+
+
+def test_the_lone_warp_waits_for_a_result_while_the_banks_are_read() -> None:
+    """The second FFMA reads R10 four clocks after the first issues; its own two bank clocks
+    run meanwhile, so it waits one clock more, not three: warp_wait 1 a pass."""
+    mix = dict(sass_loop_mix(_loop("FFMA R10, R2, R4, R6", "FFMA R12, R10, R8, R14",
+                                   *["IADD3 R30, RZ, 0x1, RZ"] * 6))["_Z1kPf"])
+    assert mix["reg_reads"] == 2 and mix["warp_wait"] == 1
 
 
 def test_the_lone_warp_counts_the_bank_clocks_once() -> None:

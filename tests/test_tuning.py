@@ -863,9 +863,13 @@ def test_a_lone_warp_waits_for_its_shared_loads_less_what_it_issues_between() ->
     past = ["LDS.64 R8, [R5]", "FFMA R20, R10, R3, R20", "FFMA R21, R10, R3, R21"]
     assert dict(sass_loop_mix(_loop(past))["_Z1kPf"])["warp_wait"] == 0
     # arithmetic: each FFMA of a chain issues ALU_RESULT_CLOCKS after the one it reads (a
-    # pass of 3 links and the branch: 12 clocks for 4 instructions)
+    # pass of 3 links and the branch: 12 clocks for 4 instructions; the clocks its FFMAs
+    # wait for the register banks, R4 and R20 in one, pass during that wait and are issue
+    # clocks, not waiting: the pass is its instructions, those clocks and the wait)
     chain = ["FFMA R20, R3, R4, R20"] * 3
-    assert dict(sass_loop_mix(_loop(chain))["_Z1kPf"])["warp_wait"] == 3 * ALU_RESULT_CLOCKS - 4
+    mix = dict(sass_loop_mix(_loop(chain))["_Z1kPf"])
+    assert mix["reg_reads"] > 0
+    assert mix["total"] + mix["reg_reads"] + mix["warp_wait"] == 3 * ALU_RESULT_CLOCKS
 
 
 @pytest.mark.slow

@@ -157,7 +157,7 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
         mix["ldg_batches"], mix["ldg_cover"] = _load_batches(body)
         mix["pass_loops"] = sum(_load_batches(other)[0] >= _loads(other)
                                 for other in _other_passes(body, loops))
-        mix.update(_counts(body))
+        mix.update(_counts(body, cyclic=bool(loops)))
         mix["warp_wait"] = _lone_warp_wait(body, cyclic=bool(loops))
         for key, wide in (("wide_lds", "LDS"), ("wide_sts", "STS")):
             mix[key] = sum(op == wide and _width(suffix) > 1 for _, op, suffix, _, _ in insns)
@@ -172,8 +172,8 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
 _Insn = tuple[int, str, str | None, str | None, str]
 
 
-def _counts(body: Sequence[_Insn]) -> dict[str, int]:
-    """The COUNTED_KEYS of these instructions, each counted once."""
+def _counts(body: Sequence[_Insn], cyclic: bool = True) -> dict[str, int]:
+    """The COUNTED_KEYS of these instructions, each counted once (`cyclic`: they are a loop)."""
     mix = dict.fromkeys(COUNTED_KEYS, 0)
     for _, op, suffix, _, rest in body:
         mix["total"] += 1
@@ -202,21 +202,22 @@ def _counts(body: Sequence[_Insn]) -> dict[str, int]:
         elif (key := pipe_key(op)) is not None:  # the narrow pipes' (sass_pipes)
             mix[key] += 1
     mix["div_ffma"] = min(mix["div_ffma"], mix["ffma"])
-    mix["reg_reads"] = sum(register_read_waits(body))
+    mix["reg_reads"] = sum(register_read_waits(body, cyclic))
     return mix
 
 
-def register_read_waits(body: Sequence[_Insn]) -> list[int]:
+def register_read_waits(body: Sequence[_Insn], cyclic: bool = True) -> list[int]:
     """The clocks each instruction of a pass of `body` waits for the register banks (see
-    REGISTER_BANKS), in order: the loop is passed twice and the second pass counted (the
-    reuse cache and the banks' last clocks carry over the back edge)."""
-    decoded = [(op, suffix, [_source_register(o) for o in rest.split(";")[0].split(",")[1:]])
+    REGISTER_BANKS), in order: a loop is passed twice and the second pass counted (the
+    reuse cache and the banks' last clocks carry over the back edge), straight-line code
+    once. An FFMA's three sources only: a longer operand list (a hostile text) reads no more."""
+    decoded = [(op, suffix, [_source_register(o) for o in rest.split(";")[0].split(",")[1:4]])
                for _, op, suffix, _, rest in body]
     taken: set[tuple[int, int]] = set()
     cached: dict[int, int] = {}
     t = 0
     waits: list[int] = []
-    for _ in range(2):
+    for _ in range(2 if cyclic else 1):
         waits = []
         for op, suffix, sources in decoded:
             if op != "FFMA" or (suffix and ".64" in suffix):
@@ -260,14 +261,15 @@ def _lone_warp_wait(body: Sequence[_Insn], cyclic: bool) -> int:
     if not body:
         return 0
     decoded = [(op, suffix, *_operands(rest, op), banks) for (_, op, suffix, _, rest), banks
-               in zip(body, register_read_waits(body), strict=True)]
+               in zip(body, register_read_waits(body, cyclic), strict=True)]
     ready: dict[int, int] = {}
     t = 0
     starts = []
     for _ in range(3 if cyclic else 1):
         starts.append(t)
         for op, suffix, writes, reads, banks in decoded:
-            t = max(t, *(ready.get(r, 0) for r in reads), 0) + 1 + banks
+            # the bank clocks and the wait for a result run at the same time
+            t = max(t + banks, *(ready.get(r, 0) for r in reads), 0) + 1
             if op in ("LDS", "LDSM") and writes:
                 ready.update(dict.fromkeys(range(writes[0], writes[0] + _width(suffix)),
                                            t - 1 + SHARED_LOAD_CLOCKS))

@@ -56,24 +56,26 @@ def issue_slots(mix: Mapping[str, int]) -> int:
 
 
 def pipe_factor(dev: Device, mix: Mapping[str, int]) -> float:
-    """How much longer than one issue slot an instruction the loop's issue side takes: the
-    busiest pipe's clocks over the instructions issued (1 where issue is the limit, or
-    the SASS was not read). FP32 arithmetic (`fp32`) shares the FMA pipes with IMAD at the
-    architecture's FP32 lanes a sub-partition. Priced on compute capability 7.x-9.x, whose
-    ALU pipe is 16 lanes a sub-partition (measured on the H200, 9.0; 7.x and 8.x from the
-    architectures' documented widths); older and newer chips are not measured and not
-    priced."""
-    total = issue_slots(mix)
-    if total <= 0 or not all(k in mix for k in PIPE_KEYS):
+    """How much longer than one issue slot an instruction the loop's issue side takes: its
+    issue clocks (issue_slots: the register banks' waits too) or the busiest pipe's clocks,
+    whichever is more, over the instructions issued (1 where the SASS was not read). FP32
+    arithmetic (`fp32`) shares the FMA pipes with IMAD at the architecture's FP32 lanes a
+    sub-partition. Pipes are priced on compute capability 7.x-9.x, whose ALU pipe is 16 lanes
+    a sub-partition (measured on the H200, 9.0; 7.x and 8.x from the architectures'
+    documented widths); on older and newer chips only the issue clocks count."""
+    total = mix.get("total", 0)
+    if total <= 0:
         return 1.0
+    if not all(k in mix for k in PIPE_KEYS):
+        return issue_slots(mix) / total
     try:
         major, lanes = int(dev.compute_capability.split(".")[0]), cc_row(
             dev.compute_capability).fp32_lanes
     except (ValueError, OccupancyError):
-        return 1.0
+        return issue_slots(mix) / total
     if not 7 <= major <= 9:
-        return 1.0
+        return issue_slots(mix) / total
     halves = max(1, lanes // 64)  # 16-lane FMA halves a sub-partition (4 an SM)
     fma = max(HEAVY_CLOCKS * mix["imad"], 2 * (mix["imad"] + mix.get("fp32", 0)) / halves)
-    busiest = max(total, ALU_CLOCKS * mix["alu"], fma, MUFU_CLOCKS * mix["mufu"])
+    busiest = max(issue_slots(mix), ALU_CLOCKS * mix["alu"], fma, MUFU_CLOCKS * mix["mufu"])
     return busiest / total

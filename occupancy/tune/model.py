@@ -403,7 +403,7 @@ def _sass_work(dev: Device, grid_blocks: int, occ: OccupancyResult, flops: float
     if runs:
         fp32 = max(fp32, runs * mix["fp32"] * dev.warp_size * 2
                    / (dev.fp32_gflops * 1e9 * FP32_EFFICIENCY))
-        issue = runs * issue_slots(mix) / (sms * SCHEDULERS_PER_SM * clock)
+        issue = runs * mix["total"] / (sms * SCHEDULERS_PER_SM * clock)
         wavefronts = (mix["lds_wavefronts"] + mix["sts_wavefronts"]
                       + GLOBAL_LOAD_COST * mix["ldg"] + mix["stg"] + BARRIER_COST * mix["bar"])
         lsu = runs * wavefronts / (sms * clock * LSU_WAVEFRONTS_PER_CLOCK)
@@ -513,7 +513,7 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
                  and not (traffic.global_loads and traffic.barriers))
     if not (mix.get("loop") and mix.get("ldg") and mix.get("bar") and not inner):
         return 1.0
-    iteration = max(mix["total"] * warps_per_block / SCHEDULERS_PER_SM,
+    iteration = max(issue_slots(mix) * warps_per_block / SCHEDULERS_PER_SM,
                     (mix["lds_wavefronts"] + mix["sts_wavefronts"]) * warps_per_block, 1.0)
     if units and traffic is not None and not traffic.complete:
         iteration = max(traffic.steps * warps_per_block / SCHEDULERS_PER_SM,
