@@ -19,9 +19,10 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from occupancy.build.sass_loops import source_register  # noqa: E402
 INSN = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;")
 OP = re.compile(r"^(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?\s*(.*)$")
-SRC = re.compile(r"^[-|!~]*R(\d+|Z)\b(\.reuse)?")
 BANKED = {"FFMA", "FADD", "FMUL", "IMAD", "IADD3", "LOP3", "ISETP", "FSETP", "FSEL", "SEL",
           "SHF", "LEA"}
 
@@ -57,8 +58,7 @@ def hot_loop(src_csv: str, sass: str) -> list[dict]:
             raise SystemExit(f"Error: the SASS differs from the profiled build at {t!r}")
         m = OP.match(t)
         ops = [o.strip() for o in m.group(4).split(",")] if m and m.group(4) else []
-        srcs = [(int(s.group(1)), bool(s.group(2))) if s and s.group(1) != "Z" else None
-                for s in (SRC.match(o) for o in ops[1:])]
+        srcs = [source_register(o) for o in ops[1:]]
         out.append(dict(op=m.group(2) if m else "", srcs=srcs, ex=num(r["Instructions Executed"]),
                         disp=num(r["stall_dispatch"]), sel=num(r["stall_selected"])))
     most = max(i["ex"] for i in out)

@@ -18,6 +18,9 @@ import struct
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from occupancy.build.sass_loops import source_register  # noqa: E402
+
 EVEN = list(range(2, 38, 2))  # R2-R37: ptxas counted 40 registers, of which R38 and R39 are
 # reserved (a register past the last one the build uses traps as an illegal instruction)
 ODD = list(range(3, 38, 2))
@@ -108,9 +111,6 @@ def patterns() -> dict[str, list[tuple[int, int, int, int, int]]]:
     return out
 
 
-SRC = re.compile(r"^[-|!~]*R(\d+|Z)\b(\.reuse)?")
-
-
 def real_ffmas(text: str) -> list[tuple[int, int, int, int, int]]:
     """(d, a, b, c, reuse bits) of every register-form FFMA, in order."""
     out = []
@@ -118,12 +118,12 @@ def real_ffmas(text: str) -> list[tuple[int, int, int, int, int]]:
         m = re.match(r"\s*/\*[0-9a-f]+\*/\s+FFMA\s+(.*?)\s*;", line)
         if not m:
             continue
-        ops = [o.strip() for o in m.group(1).split(",")]
-        regs = [SRC.match(o) for o in ops]
-        if len(ops) != 4 or any(r is None or r.group(1) == "Z" for r in regs):
+        ops = [source_register(o) for o in m.group(1).split(",")]
+        regs = [r for r in ops if r is not None]
+        if len(ops) != 4 or len(regs) != 4:
             continue
-        out.append((*(int(r.group(1)) for r in regs),  # type: ignore[union-attr]
-                    sum(bool(r.group(2)) << k for k, r in enumerate(regs[1:]))))  # type: ignore[union-attr]
+        out.append((*(r[0] for r in regs),  # type: ignore[arg-type]
+                    sum(r[1] << k for k, r in enumerate(regs[1:]))))
     return out
 
 

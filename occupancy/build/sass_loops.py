@@ -211,16 +211,16 @@ def register_read_waits(body: Sequence[_Insn], cyclic: bool = True) -> list[int]
     REGISTER_BANKS), in order: a loop is passed twice and the second pass counted (the
     reuse cache and the banks' last clocks carry over the back edge), straight-line code
     once. An FFMA's three sources only: a longer operand list (a hostile text) reads no more."""
-    decoded = [(op, suffix, [_source_register(o) for o in rest.split(";")[0].split(",")[1:4]])
-               for _, op, suffix, _, rest in body]
+    decoded = [(op, [source_register(o) for o in rest.split(";")[0].split(",")[1:4]])
+               for _, op, _, _, rest in body]
     taken: set[tuple[int, int]] = set()
     cached: dict[int, int] = {}
     t = 0
     waits: list[int] = []
     for _ in range(2 if cyclic else 1):
         waits = []
-        for op, suffix, sources in decoded:
-            if op != "FFMA" or (suffix and ".64" in suffix):
+        for op, sources in decoded:
+            if op != "FFMA":
                 waits.append(0)
                 t += 1
                 continue
@@ -244,8 +244,9 @@ def register_read_waits(body: Sequence[_Insn], cyclic: bool = True) -> list[int]
     return waits
 
 
-def _source_register(operand: str) -> tuple[int, bool] | None:
-    """(register, marked .reuse) of one source operand, or None (RZ, a constant, a literal)."""
+def source_register(operand: str) -> tuple[int, bool] | None:
+    """(register, marked .reuse) of one operand of `nvdisasm` text (`R3`, `-R3.reuse`, `|R3|`),
+    or None (RZ, a constant, a literal)."""
     m = _SOURCE_REG.match(operand.strip())
     if m is None or m.group(1) == "Z":
         return None

@@ -63,19 +63,19 @@ def pipe_factor(dev: Device, mix: Mapping[str, int]) -> float:
     sub-partition. Pipes are priced on compute capability 7.x-9.x, whose ALU pipe is 16 lanes
     a sub-partition (measured on the H200, 9.0; 7.x and 8.x from the architectures'
     documented widths); on older and newer chips only the issue clocks count."""
-    total = mix.get("total", 0)
+    total, slots = mix.get("total", 0), issue_slots(mix)
     if total <= 0:
         return 1.0
     if not all(k in mix for k in PIPE_KEYS):
-        return issue_slots(mix) / total
+        return slots / total
     try:
         major, lanes = int(dev.compute_capability.split(".")[0]), cc_row(
             dev.compute_capability).fp32_lanes
     except (ValueError, OccupancyError):
-        return issue_slots(mix) / total
+        return slots / total
     if not 7 <= major <= 9:
-        return issue_slots(mix) / total
+        return slots / total
     halves = max(1, lanes // 64)  # 16-lane FMA halves a sub-partition (4 an SM)
     fma = max(HEAVY_CLOCKS * mix["imad"], 2 * (mix["imad"] + mix.get("fp32", 0)) / halves)
-    busiest = max(issue_slots(mix), ALU_CLOCKS * mix["alu"], fma, MUFU_CLOCKS * mix["mufu"])
+    busiest = max(slots, ALU_CLOCKS * mix["alu"], fma, MUFU_CLOCKS * mix["mufu"])
     return busiest / total
