@@ -6,7 +6,10 @@
 // otherwise it is unrolled by 4 (ptxas can issue the next loads early). Warps per SM are
 // set by the block size and an unused dynamic shared-memory reservation. Written for this
 // project, not taken from any kernel.
-// Build: nvcc -O3 -arch=sm_90 -DTM=8 -DTN=8 [-DROLLED] lds_ffma.cu; run: ./a.out BLOCK:SMEM...
+// -DSYNC=S puts a barrier after every S steps (a tiled kernel's, without its tile loads);
+// -DREFILL adds a tile load before each (global loads stored to shared memory, a barrier);
+// -DPATTERN reads the tables as SGEMM_CUDA's warptiling kernel does (lanes share float4s).
+// Build: nvcc -O3 -arch=sm_90 -DTM=8 -DTN=8 [-DROLLED] [-DSYNC=S] lds_ffma.cu; run: ./a.out BLOCK:SMEM...
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,10 +27,46 @@
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1); } } while (0)
 
+// which float4 of a table row a lane reads: its own, or with -DPATTERN SGEMM_CUDA
+// warptiling's (TM = TN = 8, one warp 8 x 4 threads: 4 lanes share an A float4, 8 a B one)
+#ifdef PATTERN
+#define A_COL(lane, i) ((lane) / 4 * (TM / 4) + (i))
+#define B_COL(lane, j) ((lane) % 4 * (TN / 4) + (j))
+#else
+#define A_COL(lane, i) (lane)
+#define B_COL(lane, j) (lane)
+#endif
+// one k step (both loop forms below)
+#define STEP(k) do {                                                                       \
+    int row = k % ROWS;                                                                  \
+    float a[TM], b[TN];                                                                  \
+    _Pragma("unroll")                                                                    \
+    for (int i = 0; i < TM / 4; i++) {                                                   \
+      float4 v = As[row * (TM / 4) + i][A_COL(lane, i)];                                         \
+      a[4 * i] = v.x; a[4 * i + 1] = v.y; a[4 * i + 2] = v.z; a[4 * i + 3] = v.w;        \
+    }                                                                                    \
+    _Pragma("unroll")                                                                    \
+    for (int j = 0; j < TN / 4; j++) {                                                   \
+      float4 v = Bs[row * (TN / 4) + j][B_COL(lane, j)];                                         \
+      b[4 * j] = v.x; b[4 * j + 1] = v.y; b[4 * j + 2] = v.z; b[4 * j + 3] = v.w;        \
+    }                                                                                    \
+    _Pragma("unroll")                                                                    \
+    for (int i = 0; i < TM; i++)                                                         \
+    _Pragma("unroll")                                                                    \
+      for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);              \
+  } while (0)
+
+#ifdef REFILL
+__device__ const float* g_tiles;  // the 2048 x 2048 matrix REFILL's tiles come from
+#endif
+
 __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
   __shared__ float4 As[ROWS * (TM / 4)][32];
   __shared__ float4 Bs[ROWS * (TN / 4)][32];
   extern __shared__ float reserved[];  // never read: only its reservation counts
+#ifdef REFILL
+  __shared__ float tile[128 * SYNC];
+#endif
   int lane = threadIdx.x % 32;
   for (int r = threadIdx.x / 32; r < ROWS * (TM / 4); r += blockDim.x / 32) As[r][lane] = a_in[r * 32 + lane];
   for (int r = threadIdx.x / 32; r < ROWS * (TN / 4); r += blockDim.x / 32) Bs[r][lane] = b_in[r * 32 + lane];
@@ -38,33 +77,51 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
 #pragma unroll
     for (int j = 0; j < TN; j++) acc[i][j] = 0.f;
 #ifdef ROLLED
-#pragma unroll 1
+#define UNROLL _Pragma("unroll 1")
 #else
-#pragma unroll 4
+#define UNROLL _Pragma("unroll 4")
 #endif
-  for (int k = 0; k < K; k++) {
-    int row = k % ROWS;
-    float a[TM], b[TN];
-#pragma unroll
-    for (int i = 0; i < TM / 4; i++) {
-      float4 v = As[row * (TM / 4) + i][lane];
-      a[4 * i] = v.x; a[4 * i + 1] = v.y; a[4 * i + 2] = v.z; a[4 * i + 3] = v.w;
+#ifdef SYNC
+  // a barrier every SYNC steps, as a tiled kernel has between its tiles (no tile is
+  // loaded: only the barrier's effect on when the block's warps wait is measured)
+  for (int k0 = 0; k0 < K; k0 += SYNC) {
+#ifdef REFILL
+    {  // SYNC columns of a 128-row A tile, loaded as SGEMM_CUDA's warptiling kernel loads
+       // its A tile: float4s from global memory (L2 holds the matrix after the first wave),
+       // stored transposed (each scalar store SYNC / 4-way bank-conflicted); never read
+      const int cols4 = SYNC / 4, rows = blockDim.x / cols4;
+      const int r = threadIdx.x / cols4, c = threadIdx.x % cols4;
+      for (int off = 0; off + rows <= 128; off += rows) {
+        const float4 t = *reinterpret_cast<const float4*>(
+            &g_tiles[(size_t)((blockIdx.x % 16) * 128 + r + off) * 2048 + k0 + c * 4]);
+        tile[(c * 4 + 0) * 128 + r + off] = t.x;
+        tile[(c * 4 + 1) * 128 + r + off] = t.y;
+        tile[(c * 4 + 2) * 128 + r + off] = t.z;
+        tile[(c * 4 + 3) * 128 + r + off] = t.w;
+      }
+      __syncthreads();
     }
-#pragma unroll
-    for (int j = 0; j < TN / 4; j++) {
-      float4 v = Bs[row * (TN / 4) + j][lane];
-      b[4 * j] = v.x; b[4 * j + 1] = v.y; b[4 * j + 2] = v.z; b[4 * j + 3] = v.w;
-    }
-#pragma unroll
-    for (int i = 0; i < TM; i++)
-#pragma unroll
-      for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+#endif
+    UNROLL
+#ifdef DOT  // counted from 0 a tile, as SGEMM_CUDA's dotIdx (SYNC a multiple of ROWS)
+    for (int d = 0; d < SYNC; d++) STEP(d);
+#else
+    for (int k = k0; k < k0 + SYNC; k++) STEP(k);
+#endif
+    __syncthreads();
   }
+#else
+  UNROLL
+  for (int k = 0; k < K; k++) STEP(k);
+#endif
   float s = 0.f;
 #pragma unroll
   for (int i = 0; i < TM; i++)
 #pragma unroll
     for (int j = 0; j < TN; j++) s += acc[i][j] * (1 + i * TN + j);
+#ifdef REFILL
+  s += 0.0f * tile[threadIdx.x];  // the tile's stores stay (the matrix holds zeros)
+#endif
   out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 
@@ -79,15 +136,28 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&a, na * sizeof(float4))); CHECK(cudaMalloc(&b, nb * sizeof(float4)));
   CHECK(cudaMemcpy(a, ha.data(), na * sizeof(float4), cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(b, hb.data(), nb * sizeof(float4), cudaMemcpyHostToDevice));
+#ifdef REFILL
+  float* tiles; CHECK(cudaMalloc(&tiles, 2048 * 2048 * sizeof(float)));
+  CHECK(cudaMemset(tiles, 0, 2048 * 2048 * sizeof(float)));
+  CHECK(cudaMemcpyToSymbol(g_tiles, &tiles, sizeof(tiles)));
+  const int refill = 1;
+#else
+  const int refill = 0;
+#endif
+#ifdef PATTERN
+  const int pattern = 1;
+#else
+  const int pattern = 0;
+#endif
   int sms; CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   // one thread's result on the host (lane 5): the same fmaf order
   double want = 0; {
     int lane = 5; float acc[TM][TN] = {};
     for (int k = 0; k < K; k++) {
       int row = k % ROWS; float av[TM], bv[TN];
-      for (int i = 0; i < TM / 4; i++) { float4 v = ha[(row * (TM / 4) + i) * 32 + lane];
+      for (int i = 0; i < TM / 4; i++) { float4 v = ha[(row * (TM / 4) + i) * 32 + A_COL(lane, i)];
         av[4*i] = v.x; av[4*i+1] = v.y; av[4*i+2] = v.z; av[4*i+3] = v.w; }
-      for (int j = 0; j < TN / 4; j++) { float4 v = hb[(row * (TN / 4) + j) * 32 + lane];
+      for (int j = 0; j < TN / 4; j++) { float4 v = hb[(row * (TN / 4) + j) * 32 + B_COL(lane, j)];
         bv[4*j] = v.x; bv[4*j+1] = v.y; bv[4*j+2] = v.z; bv[4*j+3] = v.w; }
       for (int i = 0; i < TM; i++) for (int j = 0; j < TN; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
     }
@@ -116,8 +186,13 @@ int main(int argc, char** argv) {
 #else
     const int rolled = 0;
 #endif
-    printf("rolled=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
-           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, TM, TN, block, smem,
+#ifdef SYNC
+    const int sync = SYNC;
+#else
+    const int sync = 0;
+#endif
+    printf("rolled=%d sync=%d refill=%d pattern=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
+           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, sync, refill, pattern, TM, TN, block, smem,
            per_sm * block / 32, ms[ms.size() / 2], ms[ms.size() / 2] * 1e6 / warp_iters_per_sm,
            fabs(got - want) <= 1e-3 * fabs(want) + 1e-3 ? "ok" : "WRONG");
     CHECK(cudaFree(out)); CHECK(cudaEventDestroy(e0)); CHECK(cudaEventDestroy(e1));
