@@ -8,7 +8,8 @@
 // project, not taken from any kernel.
 // -DSYNC=S puts a barrier after every S steps (a tiled kernel's, without its tile loads);
 // -DREFILL adds a tile load before each (global loads stored to shared memory, a barrier);
-// -DPATTERN reads the tables as SGEMM_CUDA's warptiling kernel does (lanes share float4s).
+// -DBTILE a B tile too; -DPATTERN reads the tables as SGEMM_CUDA's warptiling kernel does
+// (lanes share float4s); -DDOT counts k from 0 a tile. Run: ./a.out BLOCK:SMEM[:WAVES]...
 // Build: nvcc -O3 -arch=sm_90 -DTM=8 -DTN=8 [-DROLLED] [-DSYNC=S] lds_ffma.cu; run: ./a.out BLOCK:SMEM...
 #include <cstdio>
 #include <cstdlib>
@@ -67,6 +68,9 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
 #ifdef REFILL
   __shared__ float tile[128 * SYNC];
 #endif
+#ifdef BTILE
+  __shared__ __align__(16) float tile_b[SYNC * 128];
+#endif
   int lane = threadIdx.x % 32;
   for (int r = threadIdx.x / 32; r < ROWS * (TM / 4); r += blockDim.x / 32) As[r][lane] = a_in[r * 32 + lane];
   for (int r = threadIdx.x / 32; r < ROWS * (TN / 4); r += blockDim.x / 32) Bs[r][lane] = b_in[r * 32 + lane];
@@ -99,6 +103,13 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
         tile[(c * 4 + 2) * 128 + r + off] = t.z;
         tile[(c * 4 + 3) * 128 + r + off] = t.w;
       }
+#ifdef BTILE
+      // and SYNC rows of a 128-column B tile, as warptiling loads it: float4s stored as float4s
+      const int rb = threadIdx.x / 32, cb = threadIdx.x % 32, rows_b = blockDim.x / 32;
+      for (int off = 0; off + rows_b <= SYNC; off += rows_b)
+        reinterpret_cast<float4*>(tile_b)[(rb + off) * 32 + cb] = *reinterpret_cast<const float4*>(
+            &g_tiles[(size_t)(k0 + rb + off) * 2048 + (blockIdx.x % 16) * 128 + cb * 4]);
+#endif
       __syncthreads();
     }
 #endif
@@ -121,6 +132,9 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
     for (int j = 0; j < TN; j++) s += acc[i][j] * (1 + i * TN + j);
 #ifdef REFILL
   s += 0.0f * tile[threadIdx.x];  // the tile's stores stay (the matrix holds zeros)
+#ifdef BTILE
+  s += 0.0f * tile_b[threadIdx.x];
+#endif
 #endif
   out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
@@ -144,6 +158,11 @@ int main(int argc, char** argv) {
 #else
   const int refill = 0;
 #endif
+#ifdef BTILE
+  const int btile = 1;
+#else
+  const int btile = 0;
+#endif
 #ifdef PATTERN
   const int pattern = 1;
 #else
@@ -165,10 +184,12 @@ int main(int argc, char** argv) {
   }
   for (int ai = 1; ai < argc; ai++) {
     int block = atoi(argv[ai]), smem = strchr(argv[ai], ':') ? atoi(strchr(argv[ai], ':') + 1) : 0;
+    const char* w = strchr(argv[ai], ':') ? strchr(strchr(argv[ai], ':') + 1, ':') : nullptr;
+    int waves = w ? atoi(w + 1) : 4;  // BLOCK:SMEM:WAVES, four full waves unless given
     CHECK(cudaFuncSetAttribute(outer, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     int per_sm = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, outer, block, smem));
-    int grid = per_sm * sms * 4;  // four full waves
+    int grid = per_sm * sms * waves;
     CHECK(cudaMalloc(&out, grid * block * sizeof(float)));
     cudaEvent_t e0, e1; CHECK(cudaEventCreate(&e0)); CHECK(cudaEventCreate(&e1));
     for (int r = 0; r < 3; r++) outer<<<grid, block, smem>>>(a, b, out);
@@ -191,8 +212,8 @@ int main(int argc, char** argv) {
 #else
     const int sync = 0;
 #endif
-    printf("rolled=%d sync=%d refill=%d pattern=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
-           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, sync, refill, pattern, TM, TN, block, smem,
+    printf("rolled=%d sync=%d refill=%d btile=%d pattern=%d waves=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
+           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, sync, refill, btile, pattern, waves, TM, TN, block, smem,
            per_sm * block / 32, ms[ms.size() / 2], ms[ms.size() / 2] * 1e6 / warp_iters_per_sm,
            fabs(got - want) <= 1e-3 * fabs(want) + 1e-3 ? "ok" : "WRONG");
     CHECK(cudaFree(out)); CHECK(cudaEventDestroy(e0)); CHECK(cudaEventDestroy(e1));
