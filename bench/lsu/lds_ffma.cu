@@ -9,7 +9,8 @@
 // -DSYNC=S puts a barrier after every S steps (a tiled kernel's, without its tile loads);
 // -DREFILL adds a tile load before each (global loads stored to shared memory, a barrier);
 // -DBTILE a B tile too; -DPATTERN reads the tables as SGEMM_CUDA's warptiling kernel does
-// (lanes share float4s); -DDOT counts k from 0 a tile. Run: ./a.out BLOCK:SMEM[:WAVES]...
+// (lanes share float4s); -DDOT counts k from 0 a tile; -DHOIST reads REFILL's matrix
+// address once (else once a tile, a global load its tile loads wait for). Run: ./a.out BLOCK:SMEM[:WAVES]...
 // Build: nvcc -O3 -arch=sm_90 -DTM=8 -DTN=8 [-DROLLED] [-DSYNC=S] lds_ffma.cu; run: ./a.out BLOCK:SMEM...
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +60,11 @@
 
 #ifdef REFILL
 __device__ const float* g_tiles;  // the 2048 x 2048 matrix REFILL's tiles come from
+#ifdef HOIST  // its address read once, before the k loop, as a kernel argument would be
+#define TILES tiles_at
+#else  // read again after every barrier: a global load the tile's loads depend on
+#define TILES g_tiles
+#endif
 #endif
 
 __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
@@ -85,6 +91,9 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
 #else
 #define UNROLL _Pragma("unroll 4")
 #endif
+#ifdef HOIST
+  const float* tiles_at = g_tiles;
+#endif
 #ifdef SYNC
   // a barrier every SYNC steps, as a tiled kernel has between its tiles (no tile is
   // loaded: only the barrier's effect on when the block's warps wait is measured)
@@ -97,7 +106,7 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
       const int r = threadIdx.x / cols4, c = threadIdx.x % cols4;
       for (int off = 0; off + rows <= 128; off += rows) {
         const float4 t = *reinterpret_cast<const float4*>(
-            &g_tiles[(size_t)((blockIdx.x % 16) * 128 + r + off) * 2048 + k0 + c * 4]);
+            &TILES[(size_t)((blockIdx.x % 16) * 128 + r + off) * 2048 + k0 + c * 4]);
         tile[(c * 4 + 0) * 128 + r + off] = t.x;
         tile[(c * 4 + 1) * 128 + r + off] = t.y;
         tile[(c * 4 + 2) * 128 + r + off] = t.z;
@@ -108,7 +117,7 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
       const int rb = threadIdx.x / 32, cb = threadIdx.x % 32, rows_b = blockDim.x / 32;
       for (int off = 0; off + rows_b <= SYNC; off += rows_b)
         reinterpret_cast<float4*>(tile_b)[(rb + off) * 32 + cb] = *reinterpret_cast<const float4*>(
-            &g_tiles[(size_t)(k0 + rb + off) * 2048 + (blockIdx.x % 16) * 128 + cb * 4]);
+            &TILES[(size_t)(k0 + rb + off) * 2048 + (blockIdx.x % 16) * 128 + cb * 4]);
 #endif
       __syncthreads();
     }
@@ -157,6 +166,11 @@ int main(int argc, char** argv) {
   const int refill = 1;
 #else
   const int refill = 0;
+#endif
+#ifdef HOIST
+  const int hoist = 1;
+#else
+  const int hoist = 0;
 #endif
 #ifdef BTILE
   const int btile = 1;
@@ -212,8 +226,8 @@ int main(int argc, char** argv) {
 #else
     const int sync = 0;
 #endif
-    printf("rolled=%d sync=%d refill=%d btile=%d pattern=%d waves=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
-           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, sync, refill, btile, pattern, waves, TM, TN, block, smem,
+    printf("rolled=%d sync=%d refill=%d hoist=%d btile=%d pattern=%d waves=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
+           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, sync, refill, hoist, btile, pattern, waves, TM, TN, block, smem,
            per_sm * block / 32, ms[ms.size() / 2], ms[ms.size() / 2] * 1e6 / warp_iters_per_sm,
            fabs(got - want) <= 1e-3 * fabs(want) + 1e-3 ? "ok" : "WRONG");
     CHECK(cudaFree(out)); CHECK(cudaEventDestroy(e0)); CHECK(cudaEventDestroy(e1));

@@ -7,6 +7,8 @@
 # of 8 warps an SM. docs/model.md item 43. Needs the corpus's SGEMM_CUDA sources placed
 # (bench/CORPUS.md). Writes $OUT/rolled.tar.gz (per run: NAME-sass.csv, the source page;
 # NAME-raw.csv, the launch's metrics), $OUT/rolled.log and $OUT/device.txt.
+# WT=0 skips warptiling; LDS_FLAGS adds flags to the microbenchmark's build (and "-hoist" to
+# its runs' names where it holds -DHOIST).
 set -u
 : "${OUT:?Error: set OUT to the folder the results go to}"
 cd "$(dirname "$0")/../.."
@@ -28,15 +30,15 @@ prof() {  # NAME KERNEL-REGEX SKIP COMMAND...
   ncu -i "$W/$name.ncu-rep" --page raw --csv > "$W/$name-raw.csv" 2>> "$OUT/rolled.log"
   rm -f "$W/$name.ncu-rep"
 }
-for bk in 8 16; do
+for bk in $([ "${WT:-1}" = 1 ] && echo 8 16); do
   PYTHONPATH=. prof "wt-bk$bk" sgemmWarptiling 1 python3 -m occupancy measure bench/ncu/warptiling.yaml \
     --kernel sgemmWarptiling --reps 3 \
     --tiles "BK=$bk BM=128 BN=128 WM=64 WN=32 WNITER=1 TM=8 TN=8 NUM_THREADS=256"
 done
 for r in 0 1; do
   nvcc -O3 -arch=sm_90 -DTM=8 -DTN=8 -DPATTERN -DDOT -DREFILL -DBTILE -DSYNC=16 \
-    $([ $r = 1 ] && echo -DROLLED) -o "$W/l$r" bench/lsu/lds_ffma.cu >> "$OUT/rolled.log" 2>&1
-  prof "lds-ffma-rolled$r" outer 3 "$W/l$r" 256:0:1
+    $([ $r = 1 ] && echo -DROLLED) ${LDS_FLAGS:-} -o "$W/l$r" bench/lsu/lds_ffma.cu >> "$OUT/rolled.log" 2>&1
+  prof "lds-ffma$([[ "${LDS_FLAGS:-}" == *HOIST* ]] && echo -hoist)-rolled$r" outer 3 "$W/l$r" 256:0:1
 done
 tar -C "$W" -czf "$OUT/rolled.tar.gz" .
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/device.txt"

@@ -5,7 +5,8 @@ loop (the block of SASS from the first LDS.128 on), each shared load's wavefront
 short-scoreboard samples of the first instruction that waits for them, per execution
 (relative: the runs sample at the same interval).
 
-Usage: python bench/ncu/rolled_summary.py DIR   (DIR: the unpacked rolled.tar.gz)"""
+Usage: python bench/ncu/rolled_summary.py DIR   (DIR: the unpacked tarball(s); every
+NAME-sass.csv with its NAME-raw.csv)"""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import csv
 import sys
 from pathlib import Path
 
-RUNS = ("wt-bk8", "wt-bk16", "lds-ffma-rolled0", "lds-ffma-rolled1")
 REASONS = ("short_sb", "long_sb", "barrier", "wait", "dispatch", "not_selected", "selected")
 
 
@@ -34,7 +34,7 @@ def _raw(path: Path) -> dict[str, float]:
 
 
 def main(folder: Path) -> None:
-    for run in RUNS:
+    for run in sorted(p.name[: -len("-sass.csv")] for p in folder.glob("*-sass.csv")):
         rows, raw = _rows(folder / f"{run}-sass.csv"), _raw(folder / f"{run}-raw.csv")
         issue, warps = raw["smsp__issue_active.avg.per_cycle_active"], \
             raw["smsp__warps_active.avg.per_cycle_active"]
