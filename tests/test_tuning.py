@@ -928,6 +928,45 @@ def test_the_wait_is_shared_among_a_schedulers_warps() -> None:
     assert waits.roofs_ms["fp32"] / plain.roofs_ms["fp32"] == pytest.approx(1 / (1 - 0.25))
 
 
+def test_a_last_round_with_fewer_blocks_an_sm_runs_with_the_warps_it_has() -> None:
+    """Blocks run in rounds of what the SMs hold. An issue-bound grid of one full round and
+    a second that gives each SM fewer blocks (3 an SM, then 1) is the two rounds, each
+    predicted with its share of the work: the tail's one block of 4 warps an SM waits as one
+    warp a scheduler does, so it takes longer than a third of a full round, which the
+    throughput view of the tail (the kernel's blocks at the full round's pace) charged it.
+    Whole rounds, one round, a tail as full as the rounds, or a third round is as before."""
+    from occupancy.core.solver import solve
+    from occupancy.tune import model
+
+    dev = load_device("h200")
+    occ = solve(dev, 128, 160)  # 3 blocks of 4 warps an SM (160 registers a thread)
+    assert occ.active_blocks_per_sm == 3
+    sms, mix = dev.sm_count, (("total", 100), ("ffma", 64), ("fp32", 64), ("lds_wavefronts", 4),
+                              ("sts_wavefronts", 0), ("ldg", 0), ("stg", 0), ("bar", 0),
+                              ("loop", 1), ("warp_wait", 40))
+    flops_a_block = 2.0 * 128 * 64 * 5000
+
+    def ms(blocks: int, split: bool = True) -> float:
+        run = model.predict_work if split else model._predict_round
+        return run(dev, occ, blocks, flops_a_block * blocks, 0.0, 160, mix).predicted_ms
+
+    over = model.LAUNCH_OVERHEAD_MS
+    tail = ms(4 * sms) - ms(3 * sms)  # 3 an SM, then a round of 1
+    one_alone = ms(sms) - over  # one block an SM, alone
+    assert tail == pytest.approx(one_alone)
+    assert one_alone > (ms(3 * sms) - over) / 3 * 1.2  # the warps it has wait more
+    assert ms(4 * sms) > ms(4 * sms, split=False)
+    # whole rounds; one round; a tail of 3 an SM on some SMs (as full as the rounds); a
+    # third round (blocks have drifted apart by then)
+    for blocks in (3 * sms, 6 * sms, 2 * sms, 5 * sms + 1, 5 * sms + 7, 6 * sms + 5):
+        assert ms(blocks) == ms(blocks, split=False)
+    assert ms(3 * sms + sms // 2) == pytest.approx(ms(3 * sms) + ms(sms // 2) - over)
+    # memory-bound (its full round): the other SMs take the tail's bandwidth, as before
+    dram = [f(dev, occ, 4 * sms, flops_a_block * 4 * sms, 2e10, 160, mix)
+            for f in (model.predict_work, model._predict_round)]
+    assert dram[0].bound == "dram" and dram[0] == dram[1]
+
+
 def test_fewer_warps_than_schedulers_and_the_register_guess_where_the_sass_is_read() -> None:
     """An SM with fewer warps than schedulers issues on that many only, each warp at its
     lone pace (4 / warps x 1 / (1 - f)); with four or more, 1 / (1 - f^(warps / 4)). Where
@@ -1031,8 +1070,9 @@ def test_resident_blocks_share_the_sm_as_a_closed_queue() -> None:
     stall is its inverse: 4 blocks of a 334-clock tile (SGEMM_CUDA's 1-D blocktiling at
     2048^3 has that, behind 800 exposed clocks) whose loads are used 20 clocks after them
     stall 1.15x, where independent blocks (f^B, the form before) stalled 1.32x."""
-    from occupancy.tune.model import DRAM_LATENCY_CLOCKS, _tiled_loop_stall, busy_share
+    from occupancy.tune.model import DRAM_LATENCY_CLOCKS, _tiled_loop_stall
     from occupancy.tune.ptxsim import FIELDS, Traffic
+    from occupancy.tune.queueing import busy_share
 
     assert busy_share(1, 300.0, 700.0) == pytest.approx(0.3)
     r = 300.0 / 700.0

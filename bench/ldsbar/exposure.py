@@ -18,7 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from occupancy.tune.model import DRAM_LATENCY_CLOCKS, L2_LATENCY_CLOCKS, busy_share  # noqa: E402
+from occupancy.tune.model import DRAM_LATENCY_CLOCKS, L2_LATENCY_CLOCKS  # noqa: E402
+from occupancy.tune.queueing import busy_share  # noqa: E402
 
 CLOCK_GHZ = 1.98
 ROWS = 8  # k steps a tile (lds_bar.cu)

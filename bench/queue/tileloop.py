@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from occupancy.tune.model import busy_share  # noqa: E402
+from occupancy.tune.queueing import busy_share  # noqa: E402
 
 THREADS, TILES, CHAINS = 128, 512, 8
 BLOCKS = (1, 2, 3, 4, 6, 8)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from occupancy.build.sass_loops import COUNTED_KEYS
@@ -16,6 +16,7 @@ from occupancy.build.sass_pipes import SCHEDULERS_PER_SM, issue_slots, pipe_fact
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
 from occupancy.tune.constwalk import constant_walk_seconds
+from occupancy.tune.queueing import busy_share
 from occupancy.tune.reuse import (
     l2_reread_share,
     panel_l2_share,
@@ -287,6 +288,40 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
                  loop_mix: tuple[tuple[str, int], ...] | None = None,
                  traffic: Traffic | None = None,
                  write_share: float | None = None, grid: tuple[int, ...] = ()) -> Prediction:
+    """_predict_round's time; where the grid is one full round of what the SMs hold and a
+    second round that holds fewer blocks an SM (the tail: ceil(tail / SMs) an SM) and the
+    issue side bounds, the two rounds predicted apart, each with its share of the work,
+    and added: the tail runs with the warps it has (an SM with one block of 4 warps waits
+    as one warp a scheduler does), not at the full round's throughput. Blocks that start
+    together finish together, so the second round starts in step; from the third on they
+    have drifted apart and the tail is spread over the SMs' wave (docs/model.md item 44)."""
+    rest = (grid_blocks, flops, dram_bytes, registers_per_thread, loop_mix, traffic,
+            write_share, grid)
+    slots = max(occ.active_blocks_per_sm, 1) * dev.sm_count
+    tail = grid_blocks % slots
+    if not tail or not slots < grid_blocks < 2 * slots \
+            or -(-tail // dev.sm_count) >= occ.active_blocks_per_sm:
+        return _predict_round(dev, occ, *rest)
+    full = grid_blocks - tail
+    a, b = (_predict_round(dev, occ, n, flops * n / grid_blocks, dram_bytes * n / grid_blocks,
+                           *rest[3:]) for n in (full, tail))
+    if a.bound not in ("fp32", "lsu"):  # memory-bound: the others take the tail's bandwidth
+        return _predict_round(dev, occ, *rest)
+    roofs = {k: a.roofs_ms[k] + b.roofs_ms[k] for k in a.roofs_ms}
+    ms = a.predicted_ms + b.predicted_ms - LAUNCH_OVERHEAD_MS
+    ideal = (a.predicted_ms - LAUNCH_OVERHEAD_MS) * grid_blocks / full
+    return replace(a, predicted_ms=ms, roofs_ms=roofs, bound=max(roofs, key=roofs.__getitem__),
+                   wave_efficiency=min(1.0, ideal / max(ms - LAUNCH_OVERHEAD_MS, 1e-12)),
+                   dram_bytes=a.dram_bytes + b.dram_bytes,
+                   arithmetic_intensity=flops / (a.dram_bytes + b.dram_bytes)
+                   if a.dram_bytes + b.dram_bytes else 0.0)
+
+
+def _predict_round(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: float,
+                   dram_bytes: float, registers_per_thread: int,
+                   loop_mix: tuple[tuple[str, int], ...] | None = None,
+                   traffic: Traffic | None = None,
+                   write_share: float | None = None, grid: tuple[int, ...] = ()) -> Prediction:
     """Predicted time of a user's kernel from its declared work (FLOPs, DRAM bytes), its
     occupancy, the instruction mix of its hottest SASS loop, and what one of its warps
     does on the PTX (ptxsim: shared wavefronts with bank conflicts, global lines).
@@ -532,30 +567,6 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
         trips = max(1.0, traffic.global_loads / max(per_batch, 1.0))
     exposed = trips * max(0.0, latency - cover)
     return 1 / busy_share(blocks_per_sm, iteration, exposed)
-
-
-def busy_share(blocks: int, compute: float, wait: float) -> float:
-    """The share of the time an SM computes while `blocks` resident blocks each cycle
-    between `compute` clocks of its work (the SM shares itself among the blocks that have
-    work) and `wait` clocks for their loads (each block its own, side by side): the
-    finite-source queue of a closed network with a delay station and a processor-sharing
-    one, whose busy share holds for any distribution of the two times (BCMP; for that
-    idealised network), 1 - P0 with P0 = 1 / sum over k = 0..B of B! / (B - k)!
-    (compute / wait)^k. One block: compute / (compute + wait). Blocks that wait at once
-    queue for the SM when their data arrive, which staggers them: SGEMM_CUDA's 1-D
-    blocktiling at 2048^3 (calibration part; 4 blocks, 334 clocks of a tile's compute
-    behind 800 of exposed latency) computes 0.86 of its time here, 0.75 as f^B with blocks
-    that drift independently (the form before, docs/model.md item 36)."""
-    if wait <= 0:
-        return 1.0
-    if compute <= 0:
-        return 0.0
-    ratio, n = compute / wait, max(blocks, 1)  # n: at most the device's resident limit
-    term, rest = 1.0, 0.0  # rest: the sum's terms for k >= 1 (inf where they overflow)
-    for k in range(1, n + 1):
-        term *= (n - k + 1) * ratio
-        rest += term
-    return 1.0 if math.isinf(rest) else rest / (1.0 + rest)
 
 
 def _work_seconds(dev: Device, occ: OccupancyResult, grid_blocks: int,
