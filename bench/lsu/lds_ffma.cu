@@ -10,7 +10,8 @@
 // -DREFILL adds a tile load before each (global loads stored to shared memory, a barrier);
 // -DBTILE a B tile too; -DPATTERN reads the tables as SGEMM_CUDA's warptiling kernel does
 // (lanes share float4s); -DDOT counts k from 0 a tile; -DHOIST reads REFILL's matrix
-// address once (else once a tile, a global load its tile loads wait for). Run: ./a.out BLOCK:SMEM[:WAVES]...
+// address once (else once a tile, a global load its tile loads wait for); -DBATCH=T
+// (T threads a block, launched only so) issues each tile's loads before its stores. Run: ./a.out BLOCK:SMEM[:WAVES]...
 // Build: nvcc -O3 -arch=sm_90 -DTM=8 -DTN=8 [-DROLLED] [-DSYNC=S] lds_ffma.cu; run: ./a.out BLOCK:SMEM...
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +61,13 @@
 
 #ifdef REFILL
 __device__ const float* g_tiles;  // the 2048 x 2048 matrix REFILL's tiles come from
+#ifdef BATCH  // the block's threads known at compile time: each tile's loads issued together
+#define THREADS BATCH  // before its stores, as warptiling's (one round trip a tile)
+#define TILE_UNROLL _Pragma("unroll")
+#else  // the block's threads at run time: a loop of load, stores, load, stores... a tile
+#define THREADS blockDim.x
+#define TILE_UNROLL
+#endif
 #ifdef HOIST  // its address read once, before the k loop, as a kernel argument would be
 #define TILES tiles_at
 #else  // read again after every barrier: a global load the tile's loads depend on
@@ -102,8 +110,9 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
     {  // SYNC columns of a 128-row A tile, loaded as SGEMM_CUDA's warptiling kernel loads
        // its A tile: float4s from global memory (L2 holds the matrix after the first wave),
        // stored transposed (each scalar store SYNC / 4-way bank-conflicted); never read
-      const int cols4 = SYNC / 4, rows = blockDim.x / cols4;
+      const int cols4 = SYNC / 4, rows = THREADS / cols4;
       const int r = threadIdx.x / cols4, c = threadIdx.x % cols4;
+      TILE_UNROLL
       for (int off = 0; off + rows <= 128; off += rows) {
         const float4 t = *reinterpret_cast<const float4*>(
             &TILES[(size_t)((blockIdx.x % 16) * 128 + r + off) * 2048 + k0 + c * 4]);
@@ -114,7 +123,8 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
       }
 #ifdef BTILE
       // and SYNC rows of a 128-column B tile, as warptiling loads it: float4s stored as float4s
-      const int rb = threadIdx.x / 32, cb = threadIdx.x % 32, rows_b = blockDim.x / 32;
+      const int rb = threadIdx.x / 32, cb = threadIdx.x % 32, rows_b = THREADS / 32;
+      TILE_UNROLL
       for (int off = 0; off + rows_b <= SYNC; off += rows_b)
         reinterpret_cast<float4*>(tile_b)[(rb + off) * 32 + cb] = *reinterpret_cast<const float4*>(
             &TILES[(size_t)(k0 + rb + off) * 2048 + (blockIdx.x % 16) * 128 + cb * 4]);
@@ -166,6 +176,11 @@ int main(int argc, char** argv) {
   const int refill = 1;
 #else
   const int refill = 0;
+#endif
+#ifdef BATCH
+  const int batch = 1;
+#else
+  const int batch = 0;
 #endif
 #ifdef HOIST
   const int hoist = 1;
@@ -226,8 +241,8 @@ int main(int argc, char** argv) {
 #else
     const int sync = 0;
 #endif
-    printf("rolled=%d sync=%d refill=%d hoist=%d btile=%d pattern=%d waves=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
-           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, sync, refill, hoist, btile, pattern, waves, TM, TN, block, smem,
+    printf("rolled=%d sync=%d refill=%d batch=%d hoist=%d btile=%d pattern=%d waves=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
+           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, sync, refill, batch, hoist, btile, pattern, waves, TM, TN, block, smem,
            per_sm * block / 32, ms[ms.size() / 2], ms[ms.size() / 2] * 1e6 / warp_iters_per_sm,
            fabs(got - want) <= 1e-3 * fabs(want) + 1e-3 ? "ok" : "WRONG");
     CHECK(cudaFree(out)); CHECK(cudaEventDestroy(e0)); CHECK(cudaEventDestroy(e1));
