@@ -909,7 +909,8 @@ def test_the_wait_is_shared_among_a_schedulers_warps() -> None:
     """The issue side grows by 1 / (1 - f^w): f the share of a lone warp's pass spent
     waiting, w its warps per scheduler; the FP32 roof of predict_work carries it."""
     from occupancy.core.solver import solve
-    from occupancy.tune.model import predict_work, warp_wait_factor
+    from occupancy.tune.model import predict_work
+    from occupancy.tune.queueing import warp_wait_factor
 
     half = {"total": 50, "warp_wait": 50}
     assert warp_wait_factor(half, 4) == pytest.approx(2.0)
@@ -928,13 +929,15 @@ def test_the_wait_is_shared_among_a_schedulers_warps() -> None:
     assert waits.roofs_ms["fp32"] / plain.roofs_ms["fp32"] == pytest.approx(1 / (1 - 0.25))
 
 
-def test_a_last_round_with_fewer_blocks_an_sm_runs_with_the_warps_it_has() -> None:
-    """Blocks run in rounds of what the SMs hold. An issue-bound grid of one full round and
-    a second that gives each SM fewer blocks (3 an SM, then 1) is the two rounds, each
-    predicted with its share of the work: the tail's one block of 4 warps an SM waits as one
-    warp a scheduler does, so it takes longer than a third of a full round, which the
-    throughput view of the tail (the kernel's blocks at the full round's pace) charged it.
-    Whole rounds, one round, a tail as full as the rounds, or a third round is as before."""
+def test_a_thin_second_round_runs_with_the_warps_it_has() -> None:
+    """Blocks run in rounds of what the SMs hold. A grid of one full round (3 blocks an SM)
+    and a second that gives each SM fewer (1) has the compute side of the two rounds, each
+    predicted with its share of the work and its warps: the second round's one block of 4
+    warps an SM waits as one warp a scheduler does, so it takes longer than a third of a full
+    round, which the spread view (every block at the full round's pace) charged it. The
+    memory side stays the whole grid's, so more bytes or more blocks never predict less
+    time. Whole rounds, one round, a second round as full as the first, or a third round are
+    as before."""
     from occupancy.core.solver import solve
     from occupancy.tune import model
 
@@ -946,25 +949,31 @@ def test_a_last_round_with_fewer_blocks_an_sm_runs_with_the_warps_it_has() -> No
                               ("loop", 1), ("warp_wait", 40))
     flops_a_block = 2.0 * 128 * 64 * 5000
 
-    def ms(blocks: int, split: bool = True) -> float:
-        run = model.predict_work if split else model._predict_round
-        return run(dev, occ, blocks, flops_a_block * blocks, 0.0, 160, mix).predicted_ms
+    def at(blocks: int, dram: float = 0.0, split: bool = True) -> model.Prediction:
+        run = model.predict_work if split else model._predict_grid
+        return run(dev, occ, blocks, flops_a_block * blocks, dram, 160, mix)
 
     over = model.LAUNCH_OVERHEAD_MS
-    tail = ms(4 * sms) - ms(3 * sms)  # 3 an SM, then a round of 1
-    one_alone = ms(sms) - over  # one block an SM, alone
-    assert tail == pytest.approx(one_alone)
-    assert one_alone > (ms(3 * sms) - over) / 3 * 1.2  # the warps it has wait more
-    assert ms(4 * sms) > ms(4 * sms, split=False)
-    # whole rounds; one round; a tail of 3 an SM on some SMs (as full as the rounds); a
-    # third round (blocks have drifted apart by then)
+    thin = at(4 * sms).predicted_ms - at(3 * sms).predicted_ms  # 3 an SM, then a round of 1
+    one_alone = at(sms).predicted_ms - over  # one block an SM, alone
+    assert thin == pytest.approx(one_alone, rel=1e-3)  # the block scheduler's floor aside
+    assert one_alone > (at(3 * sms).predicted_ms - over) / 3 * 1.2  # its warps wait more
+    split, spread = at(4 * sms), at(4 * sms, split=False)
+    assert split.predicted_ms > spread.predicted_ms and split.bound == "fp32"
+    assert split.wave_efficiency < spread.wave_efficiency == 1.0
+    assert split.hiding < spread.hiding
+    # whole rounds; one round; a second round of 3 an SM on some SMs (as full as the
+    # first); a third round (blocks have drifted apart by then)
     for blocks in (3 * sms, 6 * sms, 2 * sms, 5 * sms + 1, 5 * sms + 7, 6 * sms + 5):
-        assert ms(blocks) == ms(blocks, split=False)
-    assert ms(3 * sms + sms // 2) == pytest.approx(ms(3 * sms) + ms(sms // 2) - over)
-    # memory-bound (its full round): the other SMs take the tail's bandwidth, as before
-    dram = [f(dev, occ, 4 * sms, flops_a_block * 4 * sms, 2e10, 160, mix)
-            for f in (model.predict_work, model._predict_round)]
-    assert dram[0].bound == "dram" and dram[0] == dram[1]
+        assert at(blocks) == at(blocks, split=False)
+    # the memory side is the whole grid's: its roof as before, and time never falls as the
+    # bytes grow through the point where they bound, or as blocks are added
+    times = [at(4 * sms, dram).predicted_ms for dram in (0.0, 1e9, 2e9, 2.3e9, 2.4e9, 4e9, 2e10)]
+    assert times == sorted(times)
+    assert at(4 * sms, 2e10).bound == "dram"
+    assert at(4 * sms, 2e9).roofs_ms["dram"] == at(4 * sms, 2e9, split=False).roofs_ms["dram"]
+    grid_times = [at(b, 2.2e9 * b / (4 * sms)).predicted_ms for b in range(3 * sms, 6 * sms + 2)]
+    assert all(b >= a * 0.999 for a, b in zip(grid_times, grid_times[1:], strict=False))
 
 
 def test_fewer_warps_than_schedulers_and_the_register_guess_where_the_sass_is_read() -> None:
@@ -973,7 +982,8 @@ def test_fewer_warps_than_schedulers_and_the_register_guess_where_the_sass_is_re
     the SASS was read (a `warp_wait` key, even 0) the register guess of FMA hiding is not
     applied on top; without the key it is, and the wait factor is 1."""
     from occupancy.core.solver import solve
-    from occupancy.tune.model import predict_work, warp_wait_factor
+    from occupancy.tune.model import predict_work
+    from occupancy.tune.queueing import warp_wait_factor
 
     assert warp_wait_factor({"total": 50, "warp_wait": 0}, 1) == pytest.approx(4.0)
     assert warp_wait_factor({"total": 50, "warp_wait": 50}, 2) == pytest.approx(4.0)

@@ -6,7 +6,7 @@ E is what a tile exposes, beside what the model's tiled-loop stall exposes befor
 (tune/model.py: DRAM_LATENCY_CLOCKS for a miss, L2_LATENCY_CLOCKS for a hit); at 2 and 4
 it is what the other blocks did not hide, printed again below beside three ways of hiding a
 one-block E among B blocks: in step (E / B: the blocks wait together, one E a round),
-tune/model.py busy_share (the closed queue the model takes, item 36) and f^B (blocks that
+tune/queueing.py busy_share (the closed queue the model takes, item 36) and f^B (blocks that
 drift independently, item 36's earlier form), with C a block's tile of compute at the
 barriers-alone rate (a staggered build's rows, bench/ldsbar/stagger.sh, beside the E alone of
 the same build without the stagger). Usage: python bench/ldsbar/exposure.py TILELOAD_TXT [STAGGER_TXT]"""

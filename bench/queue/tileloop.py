@@ -12,7 +12,7 @@ Per (ITERS, B): the SM's clocks a tile, measured, against two predictions from t
 kernel's own runs (`LOAD=0`: the load replaced by a register value, the compute alone):
 with c what the SM spends on a block's tile and w the rest of a lone block's tile (its
 time at B = 1 less c), the SM's clocks a tile are c / busy, busy being
-  queue:        busy_share(B, c, w) (tune/model.py, the closed queue),
+  queue:        busy_share(B, c, w) (tune/queueing.py, the closed queue),
   independent:  1 - (w / (c + w))^B  (the form before item 36);
 c read two ways: a lone block's tile without the load ("lone"), and the SM's clocks a
 block-tile without the load at the most blocks ("work", the service demand the model

@@ -16,7 +16,7 @@ from occupancy.build.sass_pipes import SCHEDULERS_PER_SM, issue_slots, pipe_fact
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
 from occupancy.tune.constwalk import constant_walk_seconds
-from occupancy.tune.queueing import busy_share
+from occupancy.tune.queueing import busy_share, warp_wait_factor
 from occupancy.tune.reuse import (
     l2_reread_share,
     panel_l2_share,
@@ -122,6 +122,7 @@ MODEL_ERROR = 0.15
 # whose 75%-occupancy pick measured 11-12% behind the 100% ones at 7000, 11000 and 18000.
 RESOLUTION = 0.02
 MEMORY_ROOFS = ("dram", "l2", "scatter")
+COMPUTE_ROOFS = ("fp32", "lsu", "constant")  # the issue side, summed over rounds
 # The error band a prediction carries, from code nobody here wrote: the 68th percentile of
 # |log(predicted / measured)| over the corpus's validation part on the H200 (2,688 points;
 # corpus-check.json, validation_band_68): 1.19 with docs/model.md items 17-26, 1.16 with
@@ -288,40 +289,50 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
                  loop_mix: tuple[tuple[str, int], ...] | None = None,
                  traffic: Traffic | None = None,
                  write_share: float | None = None, grid: tuple[int, ...] = ()) -> Prediction:
-    """_predict_round's time; where the grid is one full round of what the SMs hold and a
-    second round that holds fewer blocks an SM (the tail: ceil(tail / SMs) an SM) and the
-    issue side bounds, the two rounds predicted apart, each with its share of the work,
-    and added: the tail runs with the warps it has (an SM with one block of 4 warps waits
-    as one warp a scheduler does), not at the full round's throughput. Blocks that start
-    together finish together, so the second round starts in step; from the third on they
-    have drifted apart and the tail is spread over the SMs' wave (docs/model.md item 44)."""
-    rest = (grid_blocks, flops, dram_bytes, registers_per_thread, loop_mix, traffic,
-            write_share, grid)
+    """_predict_grid's time, but where the grid is one full round of what the SMs hold and a
+    second round that holds fewer blocks an SM (ceil(second / SMs)): there the compute side
+    (issue, load/store, walked constants) is the two rounds', each predicted with its share
+    of the work and its own warps, added. The second round runs with the warps it has (one
+    block of 4 warps an SM waits as one warp a scheduler does), not at the first's pace;
+    the memory side stays the whole grid's (other SMs take a thin round's bandwidth). Blocks
+    that start together finish together, so a second round starts in step; from the third
+    on they have drifted apart and the last is spread over the SMs' wave, as _work_seconds
+    takes it (docs/model.md item 44)."""
+
+    def at(blocks: int) -> Prediction:
+        share = blocks / grid_blocks if grid_blocks else 1.0
+        return _predict_grid(dev, occ, blocks, flops * share, dram_bytes * share,
+                             registers_per_thread, loop_mix=loop_mix, traffic=traffic,
+                             write_share=write_share, grid=grid)
+
+    whole = at(grid_blocks)
     slots = max(occ.active_blocks_per_sm, 1) * dev.sm_count
-    tail = grid_blocks % slots
-    if not tail or not slots < grid_blocks < 2 * slots \
-            or -(-tail // dev.sm_count) >= occ.active_blocks_per_sm:
-        return _predict_round(dev, occ, *rest)
-    full = grid_blocks - tail
-    a, b = (_predict_round(dev, occ, n, flops * n / grid_blocks, dram_bytes * n / grid_blocks,
-                           *rest[3:]) for n in (full, tail))
-    if a.bound not in ("fp32", "lsu"):  # memory-bound: the others take the tail's bandwidth
-        return _predict_round(dev, occ, *rest)
-    roofs = {k: a.roofs_ms[k] + b.roofs_ms[k] for k in a.roofs_ms}
-    ms = a.predicted_ms + b.predicted_ms - LAUNCH_OVERHEAD_MS
-    ideal = (a.predicted_ms - LAUNCH_OVERHEAD_MS) * grid_blocks / full
-    return replace(a, predicted_ms=ms, roofs_ms=roofs, bound=max(roofs, key=roofs.__getitem__),
-                   wave_efficiency=min(1.0, ideal / max(ms - LAUNCH_OVERHEAD_MS, 1e-12)),
-                   dram_bytes=a.dram_bytes + b.dram_bytes,
-                   arithmetic_intensity=flops / (a.dram_bytes + b.dram_bytes)
-                   if a.dram_bytes + b.dram_bytes else 0.0)
+    second = grid_blocks - slots
+    if not 0 < second < slots or -(-second // dev.sm_count) >= occ.active_blocks_per_sm:
+        return whole
+    first, thin = at(slots), at(second)
+    ms = dict(whole.roofs_ms)
+    # the SMs' uneven shares of it (one under one block an SM is _predict_grid's `busy`)
+    uneven = second / dev.sm_count / -(-second // dev.sm_count) if second > dev.sm_count else 1.0
+    for k in COMPUTE_ROOFS:
+        ms[k] = first.roofs_ms[k] + thin.roofs_ms[k] / uneven
+    seconds, _ = _work_seconds(dev, occ, grid_blocks, {k: v / 1e3 for k, v in ms.items()},
+                               spread=False)
+    bound = max(ms, key=ms.__getitem__)
+    hiding = whole.hiding
+    if bound in ("fp32", "lsu"):  # the same issue in more time
+        hiding = (whole.hiding if whole.bound == bound else 1.0) * whole.roofs_ms[bound] / ms[bound]
+    pace = first.roofs_ms["fp32"] * grid_blocks / slots  # the whole grid at the first's pace
+    return replace(whole, predicted_ms=seconds * 1e3 + LAUNCH_OVERHEAD_MS, bound=bound,
+                   roofs_ms=ms, hiding=hiding,
+                   wave_efficiency=min(1.0, pace / ms["fp32"]) if ms["fp32"] else 1.0)
 
 
-def _predict_round(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: float,
-                   dram_bytes: float, registers_per_thread: int,
-                   loop_mix: tuple[tuple[str, int], ...] | None = None,
-                   traffic: Traffic | None = None,
-                   write_share: float | None = None, grid: tuple[int, ...] = ()) -> Prediction:
+def _predict_grid(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: float,
+                  dram_bytes: float, registers_per_thread: int,
+                  loop_mix: tuple[tuple[str, int], ...] | None = None,
+                  traffic: Traffic | None = None,
+                  write_share: float | None = None, grid: tuple[int, ...] = ()) -> Prediction:
     """Predicted time of a user's kernel from its declared work (FLOPs, DRAM bytes), its
     occupancy, the instruction mix of its hottest SASS loop, and what one of its warps
     does on the PTX (ptxsim: shared wavefronts with bank conflicts, global lines).
@@ -508,26 +519,6 @@ def _work_mem_hiding(dev: Device, occ: OccupancyResult, warps: int, registers_pe
     return 1 - math.exp(-in_flight / need_dram)
 
 
-def warp_wait_factor(mix: Mapping[str, int], warps: int) -> float:
-    """The factor the issue side grows by where a warp waits for its own results (the
-    SASS's `warp_wait`: clocks a lone warp waits per pass for its shared loads and its
-    arithmetic, against the `total` it issues). A pass waits a fraction f of its time; a
-    scheduler idles only when all of its warps wait at once (f^w, warps drifting
-    independently of each other; _tiled_loop_stall takes blocks as a queue): a rolled k
-    loop whose FFMAs need the loads just issued runs 1.7x its issue count with one warp a
-    scheduler and 1.02x with four (bench/results/h200-lsu-overlap).
-    An SM with fewer warps than schedulers issues on that many of them only, each warp at
-    its lone pace: 4 / warps x 1 / (1 - f) (a warp alone on an SM: 4x its issue count even
-    where it never waits)."""
-    wait, issued = max(mix.get("warp_wait", 0), 0), issue_slots(mix)
-    if "warp_wait" not in mix or issued <= 0:
-        return 1.0  # no SASS read: predict_work's register guess stands in
-    f = wait / (issued + wait)
-    if warps < SCHEDULERS_PER_SM:
-        return SCHEDULERS_PER_SM / max(warps, 1) / (1 - f)
-    return 1 / (1 - f ** (warps / SCHEDULERS_PER_SM))
-
-
 def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float,
                       warps_per_block: int, blocks_per_sm: int, per_batch: float = 1.0,
                       again: float = 0.0) -> float:
@@ -570,11 +561,13 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
 
 
 def _work_seconds(dev: Device, occ: OccupancyResult, grid_blocks: int,
-                  roofs: dict[str, float]) -> tuple[float, float]:
+                  roofs: dict[str, float], spread: bool = True) -> tuple[float, float]:
     """The kernel's seconds from its roofs, and the tail's efficiency (1 where there is none).
     The issue side's two roofs overlap (ISSUE_LSU_OVERLAP), a walked constant table's misses
     are a floor under them (tune/constwalk.py), the memory side is its largest roof, and the
-    two sides overlap (OVERLAP); the block scheduler and one warp's path are floors."""
+    two sides overlap (OVERLAP); the block scheduler and one warp's path are floors.
+    `spread`: the SMs' uneven share of the blocks is charged here (predict_work's split of
+    a thin second round charges its own)."""
     sms = dev.sm_count
     hi_c, lo_c = max(roofs["fp32"], roofs["lsu"]), min(roofs["fp32"], roofs["lsu"])
     compute = max(hi_c + ISSUE_LSU_OVERLAP * lo_c * (lo_c / hi_c if hi_c else 0.0),
@@ -590,9 +583,9 @@ def _work_seconds(dev: Device, occ: OccupancyResult, grid_blocks: int,
     # The tail: blocks are dealt to SMs evenly, so some SMs run ceil(grid / SMs) blocks
     # while the average is grid / SMs. On the issue side each SM works through its own
     # blocks and the kernel ends with the busiest one; on the memory side the others take
-    # its share of the bandwidth. (A grid under one block per SM is predict_work's `busy`.)
+    # its share of the bandwidth. (A grid under one block per SM is _predict_grid's `busy`.)
     wave_eff = 1.0
-    if grid_blocks > sms and compute >= memory:
+    if spread and grid_blocks > sms and compute >= memory:
         wave_eff = grid_blocks / sms / -(-grid_blocks // sms)
         seconds /= wave_eff
     return max(seconds, roofs["blocks"], roofs["latency"]), wave_eff

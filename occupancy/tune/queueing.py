@@ -1,11 +1,16 @@
-"""How resident blocks share an SM over time (docs/model.md item 36): the busy share of a
-closed queue of blocks that alternate between computing and waiting for their loads."""
+"""How resident warps and blocks share an SM over time: the issue side's growth where a
+scheduler's warps wait for their own results (docs/model.md items 18-19), and the busy
+share of a closed queue of blocks that alternate between computing and waiting for their
+loads (item 36)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
-__all__ = ["busy_share"]
+from occupancy.build.sass_pipes import SCHEDULERS_PER_SM, issue_slots
+
+__all__ = ["busy_share", "warp_wait_factor"]
 
 
 def busy_share(blocks: int, compute: float, wait: float) -> float:
@@ -30,3 +35,23 @@ def busy_share(blocks: int, compute: float, wait: float) -> float:
         term *= (n - k + 1) * ratio
         rest += term
     return 1.0 if math.isinf(rest) else rest / (1.0 + rest)
+
+
+def warp_wait_factor(mix: Mapping[str, int], warps: int) -> float:
+    """The factor the issue side grows by where a warp waits for its own results (the
+    SASS's `warp_wait`: clocks a lone warp waits per pass for its shared loads and its
+    arithmetic, against the `total` it issues). A pass waits a fraction f of its time; a
+    scheduler idles only when all of its warps wait at once (f^w, warps drifting
+    independently of each other; _tiled_loop_stall takes blocks as a queue): a rolled k
+    loop whose FFMAs need the loads just issued runs 1.7x its issue count with one warp a
+    scheduler and 1.02x with four (bench/results/h200-lsu-overlap).
+    An SM with fewer warps than schedulers issues on that many of them only, each warp at
+    its lone pace: 4 / warps x 1 / (1 - f) (a warp alone on an SM: 4x its issue count even
+    where it never waits)."""
+    wait, issued = max(mix.get("warp_wait", 0), 0), issue_slots(mix)
+    if "warp_wait" not in mix or issued <= 0:
+        return 1.0  # no SASS read: predict_work's register guess stands in
+    f = wait / (issued + wait)
+    if warps < SCHEDULERS_PER_SM:
+        return SCHEDULERS_PER_SM / max(warps, 1) / (1 - f)
+    return 1 / (1 - f ** (warps / SCHEDULERS_PER_SM))
