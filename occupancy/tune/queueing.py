@@ -50,7 +50,7 @@ def warp_wait_factor(mix: Mapping[str, int], warps: int) -> float:
     where it never waits)."""
     wait, issued = max(mix.get("warp_wait", 0), 0), issue_slots(mix)
     if "warp_wait" not in mix or issued <= 0:
-        return 1.0  # no SASS read: predict_work's register guess stands in
+        return 1.0  # no SASS read: the model's register guess stands in
     f = wait / (issued + wait)
     if warps < SCHEDULERS_PER_SM:
         return SCHEDULERS_PER_SM / max(warps, 1) / (1 - f)
