@@ -11,7 +11,8 @@
 // -DBTILE a B tile too; -DPATTERN reads the tables as SGEMM_CUDA's warptiling kernel does
 // (lanes share float4s); -DDOT counts k from 0 a tile; -DHOIST reads REFILL's matrix
 // address once (else once a tile, a global load its tile loads wait for); -DBATCH=T
-// (T threads a block, launched only so) issues each tile's loads before its stores. Run: ./a.out BLOCK:SMEM[:WAVES]...
+// (T threads a block, launched only so) issues each tile's loads before its stores;
+// -DPLAIN stores REFILL's A tile as it came (float4s, no bank conflict). Run: ./a.out BLOCK:SMEM[:WAVES]...
 // Build: nvcc -O3 -arch=sm_90 -DTM=8 -DTN=8 [-DROLLED] [-DSYNC=S] lds_ffma.cu; run: ./a.out BLOCK:SMEM...
 #include <cstdio>
 #include <cstdlib>
@@ -80,7 +81,7 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
   __shared__ float4 Bs[ROWS * (TN / 4)][32];
   extern __shared__ float reserved[];  // never read: only its reservation counts
 #ifdef REFILL
-  __shared__ float tile[128 * SYNC];
+  __shared__ __align__(16) float tile[128 * SYNC];
 #endif
 #ifdef BTILE
   __shared__ __align__(16) float tile_b[SYNC * 128];
@@ -116,10 +117,14 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
       for (int off = 0; off + rows <= 128; off += rows) {
         const float4 t = *reinterpret_cast<const float4*>(
             &TILES[(size_t)((blockIdx.x % 16) * 128 + r + off) * 2048 + k0 + c * 4]);
+#ifdef PLAIN  // stored as it came, a float4 a lane: no bank conflict
+        reinterpret_cast<float4*>(tile)[(r + off) * cols4 + c] = t;
+#else
         tile[(c * 4 + 0) * 128 + r + off] = t.x;
         tile[(c * 4 + 1) * 128 + r + off] = t.y;
         tile[(c * 4 + 2) * 128 + r + off] = t.z;
         tile[(c * 4 + 3) * 128 + r + off] = t.w;
+#endif
       }
 #ifdef BTILE
       // and SYNC rows of a 128-column B tile, as warptiling loads it: float4s stored as float4s
@@ -176,6 +181,11 @@ int main(int argc, char** argv) {
   const int refill = 1;
 #else
   const int refill = 0;
+#endif
+#ifdef PLAIN
+  const int plain = 1;
+#else
+  const int plain = 0;
 #endif
 #ifdef BATCH
   const int batch = 1;
@@ -241,8 +251,8 @@ int main(int argc, char** argv) {
 #else
     const int sync = 0;
 #endif
-    printf("rolled=%d sync=%d refill=%d batch=%d hoist=%d btile=%d pattern=%d waves=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
-           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, sync, refill, batch, hoist, btile, pattern, waves, TM, TN, block, smem,
+    printf("rolled=%d sync=%d refill=%d plain=%d batch=%d hoist=%d btile=%d pattern=%d waves=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
+           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, sync, refill, plain, batch, hoist, btile, pattern, waves, TM, TN, block, smem,
            per_sm * block / 32, ms[ms.size() / 2], ms[ms.size() / 2] * 1e6 / warp_iters_per_sm,
            fabs(got - want) <= 1e-3 * fabs(want) + 1e-3 ? "ok" : "WRONG");
     CHECK(cudaFree(out)); CHECK(cudaEventDestroy(e0)); CHECK(cudaEventDestroy(e1));
