@@ -12,7 +12,8 @@
 // (lanes share float4s); -DDOT counts k from 0 a tile; -DHOIST reads REFILL's matrix
 // address once (else once a tile, a global load its tile loads wait for); -DBATCH=T
 // (T threads a block, launched only so) issues each tile's loads before its stores;
-// -DPLAIN stores REFILL's A tile as it came (float4s, no bank conflict). Run: ./a.out BLOCK:SMEM[:WAVES]...
+// -DPLAIN stores REFILL's A tile as it came (float4s, no bank conflict); -DHALF loads
+// half its rows. Run: ./a.out BLOCK:SMEM[:WAVES]...
 // Build: nvcc -O3 -arch=sm_90 -DTM=8 -DTN=8 [-DROLLED] [-DSYNC=S] lds_ffma.cu; run: ./a.out BLOCK:SMEM...
 #include <cstdio>
 #include <cstdlib>
@@ -69,6 +70,11 @@ __device__ const float* g_tiles;  // the 2048 x 2048 matrix REFILL's tiles come 
 #define THREADS blockDim.x
 #define TILE_UNROLL
 #endif
+#ifdef HALF  // half the A tile's rows loaded (and stored): half the bytes a tile returns
+#define A_ROWS 64
+#else
+#define A_ROWS 128
+#endif
 #ifdef HOIST  // its address read once, before the k loop, as a kernel argument would be
 #define TILES tiles_at
 #else  // read again after every barrier: a global load the tile's loads depend on
@@ -114,7 +120,7 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
       const int cols4 = SYNC / 4, rows = THREADS / cols4;
       const int r = threadIdx.x / cols4, c = threadIdx.x % cols4;
       TILE_UNROLL
-      for (int off = 0; off + rows <= 128; off += rows) {
+      for (int off = 0; off + rows <= A_ROWS; off += rows) {
         const float4 t = *reinterpret_cast<const float4*>(
             &TILES[(size_t)((blockIdx.x % 16) * 128 + r + off) * 2048 + k0 + c * 4]);
 #ifdef PLAIN  // stored as it came, a float4 a lane: no bank conflict
@@ -181,6 +187,11 @@ int main(int argc, char** argv) {
   const int refill = 1;
 #else
   const int refill = 0;
+#endif
+#ifdef HALF
+  const int half = 1;
+#else
+  const int half = 0;
 #endif
 #ifdef PLAIN
   const int plain = 1;
@@ -251,8 +262,8 @@ int main(int argc, char** argv) {
 #else
     const int sync = 0;
 #endif
-    printf("rolled=%d sync=%d refill=%d plain=%d batch=%d hoist=%d btile=%d pattern=%d waves=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
-           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, sync, refill, plain, batch, hoist, btile, pattern, waves, TM, TN, block, smem,
+    printf("rolled=%d sync=%d refill=%d half=%d plain=%d batch=%d hoist=%d btile=%d pattern=%d waves=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
+           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, sync, refill, half, plain, batch, hoist, btile, pattern, waves, TM, TN, block, smem,
            per_sm * block / 32, ms[ms.size() / 2], ms[ms.size() / 2] * 1e6 / warp_iters_per_sm,
            fabs(got - want) <= 1e-3 * fabs(want) + 1e-3 ? "ok" : "WRONG");
     CHECK(cudaFree(out)); CHECK(cudaEventDestroy(e0)); CHECK(cudaEventDestroy(e1));
