@@ -157,14 +157,12 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
         mix["ldg_batches"], mix["ldg_cover"] = _load_batches(body)
         mix["pass_loops"] = sum(_load_batches(other)[0] >= _loads(other)
                                 for other in _other_passes(body, loops))
-        mix.update(_counts(body, cyclic=bool(loops)))
-        mix["warp_wait"] = _lone_warp_wait(body, cyclic=bool(loops))
+        mix.update(_timed(body, cyclic=bool(loops)))
         for key, wide in (("wide_lds", "LDS"), ("wide_sts", "STS")):
             mix[key] = sum(op == wide and _width(suffix) > 1 for _, op, suffix, _, _ in insns)
         nested = {i[0] for b in _nested_ffma_loops(body, loops) for i in b}
         inner = [i for i in body if i[0] in nested]
-        mix.update({f"inner_{k}": v for k, v in _counts(inner).items()})
-        mix["inner_warp_wait"] = _lone_warp_wait(inner, cyclic=True)
+        mix.update({f"inner_{k}": v for k, v in _timed(inner, cyclic=True).items()})
         out[fn] = tuple(mix.items())
     return out
 
@@ -172,8 +170,19 @@ def sass_loop_mix(sass: str) -> dict[str, tuple[tuple[str, int], ...]]:
 _Insn = tuple[int, str, str | None, str | None, str]
 
 
-def _counts(body: Sequence[_Insn], cyclic: bool = True) -> dict[str, int]:
-    """The COUNTED_KEYS of these instructions, each counted once (`cyclic`: they are a loop)."""
+def _timed(body: Sequence[_Insn], cyclic: bool) -> dict[str, int]:
+    """The COUNTED_KEYS of a pass of `body` (`cyclic`: a loop), with the clocks its FFMAs
+    wait for the register banks and the clocks a lone warp waits, the banks walked once."""
+    banks = register_read_waits(body, cyclic)
+    mix = _counts(body)
+    mix["reg_reads"] = sum(banks)
+    mix["warp_wait"] = _lone_warp_wait(body, cyclic, banks)
+    return mix
+
+
+def _counts(body: Sequence[_Insn]) -> dict[str, int]:
+    """The COUNTED_KEYS of these instructions, each counted once (the register banks' and
+    the lone warp's clocks are _timed's)."""
     mix = dict.fromkeys(COUNTED_KEYS, 0)
     for _, op, suffix, _, rest in body:
         mix["total"] += 1
@@ -202,7 +211,6 @@ def _counts(body: Sequence[_Insn], cyclic: bool = True) -> dict[str, int]:
         elif (key := pipe_key(op)) is not None:  # the narrow pipes' (sass_pipes)
             mix[key] += 1
     mix["div_ffma"] = min(mix["div_ffma"], mix["ffma"])
-    mix["reg_reads"] = sum(register_read_waits(body, cyclic))
     return mix
 
 
@@ -253,24 +261,26 @@ def source_register(operand: str) -> tuple[int, bool] | None:
     return int(m.group(1)), bool(m.group(2))
 
 
-def _lone_warp_wait(body: Sequence[_Insn], cyclic: bool) -> int:
+def _lone_warp_wait(body: Sequence[_Insn], cyclic: bool, banks: Sequence[int]) -> int:
     """Clocks one warp alone waits for the results it reads in a pass of `body` (see
     SHARED_LOAD_CLOCKS): in order, one instruction a clock, each instruction that reads a
     register held until the LDS/LDSM or arithmetic instruction that writes it is done. A
     loop is passed three times and the third pass measured (a load for the next pass is in
-    flight around the back edge); straight-line code once."""
+    flight around the back edge); straight-line code once. `banks`: each instruction's
+    clocks waiting for the register banks (register_read_waits), during which it waits for
+    its results too."""
     if not body:
         return 0
-    decoded = [(op, suffix, *_operands(rest, op), banks) for (_, op, suffix, _, rest), banks
-               in zip(body, register_read_waits(body, cyclic), strict=True)]
+    decoded = [(op, suffix, *_operands(rest, op), wait) for (_, op, suffix, _, rest), wait
+               in zip(body, banks, strict=True)]
     ready: dict[int, int] = {}
     t = 0
     starts = []
     for _ in range(3 if cyclic else 1):
         starts.append(t)
-        for op, suffix, writes, reads, banks in decoded:
+        for op, suffix, writes, reads, wait in decoded:
             # the bank clocks and the wait for a result run at the same time
-            t = max(t + banks, *(ready.get(r, 0) for r in reads), 0) + 1
+            t = max(t + wait, *(ready.get(r, 0) for r in reads), 0) + 1
             if op in ("LDS", "LDSM") and writes:
                 ready.update(dict.fromkeys(range(writes[0], writes[0] + _width(suffix)),
                                            t - 1 + SHARED_LOAD_CLOCKS))

@@ -312,10 +312,8 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
         return whole
     first, thin = at(slots), at(second)
     ms = dict(whole.roofs_ms)
-    # the SMs' uneven shares of it (one under one block an SM is _predict_grid's `busy`)
-    uneven = second / dev.sm_count / -(-second // dev.sm_count) if second > dev.sm_count else 1.0
-    for k in COMPUTE_ROOFS:
-        ms[k] = first.roofs_ms[k] + thin.roofs_ms[k] / uneven
+    for k in COMPUTE_ROOFS:  # the thin round's uneven shares of the SMs charged to it
+        ms[k] = first.roofs_ms[k] + thin.roofs_ms[k] / spread_efficiency(second, dev.sm_count)
     seconds, _ = _work_seconds(dev, occ, grid_blocks, {k: v / 1e3 for k, v in ms.items()},
                                spread=False)
     bound = max(ms, key=ms.__getitem__)
@@ -560,6 +558,12 @@ def _tiled_loop_stall(mix: dict[str, int], traffic: Traffic | None, units: float
     return 1 / busy_share(blocks_per_sm, iteration, exposed)
 
 
+def spread_efficiency(blocks: int, sms: int) -> float:
+    """The average SM's share of `blocks` over the busiest one's (grid / SMs over
+    ceil(grid / SMs)); 1 under one block an SM (_predict_grid's `busy` charges that)."""
+    return blocks / sms / -(-blocks // sms) if blocks > sms else 1.0
+
+
 def _work_seconds(dev: Device, occ: OccupancyResult, grid_blocks: int,
                   roofs: dict[str, float], spread: bool = True) -> tuple[float, float]:
     """The kernel's seconds from its roofs, and the tail's efficiency (1 where there is none).
@@ -584,9 +588,7 @@ def _work_seconds(dev: Device, occ: OccupancyResult, grid_blocks: int,
     # while the average is grid / SMs. On the issue side each SM works through its own
     # blocks and the kernel ends with the busiest one; on the memory side the others take
     # its share of the bandwidth. (A grid under one block per SM is _predict_grid's `busy`.)
-    wave_eff = 1.0
-    if spread and grid_blocks > sms and compute >= memory:
-        wave_eff = grid_blocks / sms / -(-grid_blocks // sms)
-        seconds /= wave_eff
+    wave_eff = spread_efficiency(grid_blocks, sms) if spread and compute >= memory else 1.0
+    seconds /= wave_eff
     return max(seconds, roofs["blocks"], roofs["latency"]), wave_eff
 
