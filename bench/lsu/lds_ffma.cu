@@ -41,9 +41,17 @@
 #define A_COL(lane, i) (lane)
 #define B_COL(lane, j) (lane)
 #endif
-// one k step (both loop forms below)
+// one k step (both loop forms below). -DCHAIN computes its row from k through a multiply
+// by a value known at run time only (1), so that ptxas computes the step's shared-load
+// addresses from the k counter at the top of each step; -DPTR (with -DDOT) steps two
+// pointers instead, so that the addresses are ready at the top of each step.
+#ifdef CHAIN
+#define ROW_OF(k) ((k) * row_step & (ROWS - 1))
+#else
+#define ROW_OF(k) ((k) % ROWS)
+#endif
 #define STEP(k) do {                                                                       \
-    int row = k % ROWS;                                                                  \
+    int row = ROW_OF(k);                                                                 \
     float a[TM], b[TN];                                                                  \
     _Pragma("unroll")                                                                    \
     for (int i = 0; i < TM / 4; i++) {                                                   \
@@ -59,6 +67,25 @@
     for (int i = 0; i < TM; i++)                                                         \
     _Pragma("unroll")                                                                    \
       for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);              \
+  } while (0)
+// -DPTR's step: the rows at a_row and b_row, then both pointers a row on
+#define STEP_PTR() do {                                                                  \
+    float a[TM], b[TN];                                                                  \
+    _Pragma("unroll")                                                                    \
+    for (int i = 0; i < TM / 4; i++) {                                                   \
+      float4 v = a_row[i * 32 + A_COL(lane, i)];                                         \
+      a[4 * i] = v.x; a[4 * i + 1] = v.y; a[4 * i + 2] = v.z; a[4 * i + 3] = v.w;        \
+    }                                                                                    \
+    _Pragma("unroll")                                                                    \
+    for (int j = 0; j < TN / 4; j++) {                                                   \
+      float4 v = b_row[j * 32 + B_COL(lane, j)];                                         \
+      b[4 * j] = v.x; b[4 * j + 1] = v.y; b[4 * j + 2] = v.z; b[4 * j + 3] = v.w;        \
+    }                                                                                    \
+    _Pragma("unroll")                                                                    \
+    for (int i = 0; i < TM; i++)                                                         \
+    _Pragma("unroll")                                                                    \
+      for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);              \
+    a_row += (TM / 4) * 32; b_row += (TN / 4) * 32;                                      \
   } while (0)
 
 #ifdef REFILL
@@ -81,6 +108,8 @@ __device__ const float* g_tiles;  // the 2048 x 2048 matrix REFILL's tiles come 
 #define TILES g_tiles
 #endif
 #endif
+
+__device__ int g_row_step;  // -DCHAIN's multiplier: 1, set by the host
 
 __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
   __shared__ float4 As[ROWS * (TM / 4)][32];
@@ -108,6 +137,9 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
 #endif
 #ifdef HOIST
   const float* tiles_at = g_tiles;
+#endif
+#ifdef CHAIN
+  const int row_step = g_row_step;
 #endif
 #ifdef SYNC
   // a barrier every SYNC steps, as a tiled kernel has between its tiles (no tile is
@@ -143,10 +175,16 @@ __global__ void outer(const float4* a_in, const float4* b_in, float* out) {
       __syncthreads();
     }
 #endif
+#if defined(DOT) && defined(PTR)  // SYNC == ROWS: a tile's steps walk the tables once
+    const float4* a_row = &As[0][0];
+    const float4* b_row = &Bs[0][0];
     UNROLL
-#ifdef DOT  // counted from 0 a tile, as SGEMM_CUDA's dotIdx (SYNC a multiple of ROWS)
+    for (int d = 0; d < SYNC; d++) STEP_PTR();
+#elif defined(DOT)  // counted from 0 a tile, as SGEMM_CUDA's dotIdx (SYNC a multiple of ROWS)
+    UNROLL
     for (int d = 0; d < SYNC; d++) STEP(d);
 #else
+    UNROLL
     for (int k = k0; k < k0 + SYNC; k++) STEP(k);
 #endif
     __syncthreads();
@@ -218,6 +256,16 @@ int main(int argc, char** argv) {
 #else
   const int pattern = 0;
 #endif
+  const int one = 1;
+  CHECK(cudaMemcpyToSymbol(g_row_step, &one, sizeof(one)));
+#if defined(CHAIN)
+  const int form = 2;
+#elif defined(PTR)
+  const int form = 1;
+  static_assert(SYNC == ROWS, "-DPTR walks the tables once a tile");
+#else
+  const int form = 0;
+#endif
   int sms; CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   // one thread's result on the host (lane 5): the same fmaf order
   double want = 0; {
@@ -262,8 +310,8 @@ int main(int argc, char** argv) {
 #else
     const int sync = 0;
 #endif
-    printf("rolled=%d sync=%d refill=%d half=%d plain=%d batch=%d hoist=%d btile=%d pattern=%d waves=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
-           "ns_per_warp_iter_per_sm=%.4f check=%s\n", rolled, sync, refill, half, plain, batch, hoist, btile, pattern, waves, TM, TN, block, smem,
+    printf("form=%d rolled=%d sync=%d refill=%d half=%d plain=%d batch=%d hoist=%d btile=%d pattern=%d waves=%d tm=%d tn=%d block=%d smem=%d warps_per_sm=%d median_ms=%.4f "
+           "ns_per_warp_iter_per_sm=%.4f check=%s\n", form, rolled, sync, refill, half, plain, batch, hoist, btile, pattern, waves, TM, TN, block, smem,
            per_sm * block / 32, ms[ms.size() / 2], ms[ms.size() / 2] * 1e6 / warp_iters_per_sm,
            fabs(got - want) <= 1e-3 * fabs(want) + 1e-3 ? "ok" : "WRONG");
     CHECK(cudaFree(out)); CHECK(cudaEventDestroy(e0)); CHECK(cudaEventDestroy(e1));

@@ -8,7 +8,7 @@
 # (bench/CORPUS.md). Writes $OUT/rolled.tar.gz (per run: NAME-sass.csv, the source page;
 # NAME-raw.csv, the launch's metrics), $OUT/rolled.log and $OUT/device.txt.
 # WT=0 skips warptiling; LDS_FLAGS adds flags to the microbenchmark's build (and "-hoist",
-# "-batch" to its runs' names where it holds -DHOIST, -DBATCH).
+# "-batch" to its runs' names where it holds -DHOIST, -DBATCH), OUTTAG a last part of the names.
 set -u
 : "${OUT:?Error: set OUT to the folder the results go to}"
 cd "$(dirname "$0")/../.."
@@ -38,7 +38,7 @@ done
 for r in 0 1; do
   nvcc -O3 -arch=sm_90 -DTM=8 -DTN=8 -DPATTERN -DDOT -DREFILL -DBTILE -DSYNC=16 \
     $([ $r = 1 ] && echo -DROLLED) ${LDS_FLAGS:-} -o "$W/l$r" bench/lsu/lds_ffma.cu >> "$OUT/rolled.log" 2>&1
-  prof "lds-ffma$([[ "${LDS_FLAGS:-}" == *HOIST* ]] && echo -hoist)$([[ "${LDS_FLAGS:-}" == *BATCH* ]] && echo -batch)-rolled$r" outer 3 "$W/l$r" 256:0:1
+  prof "lds-ffma$([[ "${LDS_FLAGS:-}" == *HOIST* ]] && echo -hoist)$([[ "${LDS_FLAGS:-}" == *BATCH* ]] && echo -batch)${OUTTAG:-}-rolled$r" outer 3 "$W/l$r" 256:0:1
 done
 tar -C "$W" -czf "$OUT/rolled.tar.gz" .
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/device.txt"
