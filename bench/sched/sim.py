@@ -28,11 +28,14 @@ register read stalls a clock for each source beyond the first in one of BANKS ba
 (register number mod 2) that the reuse cache does not hold.
 A barrier releases when the block's warps on this sub-partition reach it.
 
-Usage: python bench/sched/sim.py CUBIN W [W ...]   (issued instructions a clock, per loop)
+Usage: python bench/sched/sim.py CUBIN [--inner] [--jitter J] W [W ...]   (issued instructions
+a clock, per loop; --inner: the innermost loop with FFMAs; --jitter J: each shared load up
+to J clocks late, ready warps in a random order, the mean of 4 seeds over 80 iterations)
 """
 
 from __future__ import annotations
 
+import random
 import re
 import subprocess
 import sys
@@ -155,17 +158,22 @@ def bank_stalls(prev: Insn, ins: Insn) -> int:
     return sum(max(0, n - 1) for n in per_bank)
 
 
-def simulate(body: list[Insn], warps: int, iters: int = 16, block_warps: int = 0) -> float:
+def simulate(body: list[Insn], warps: int, iters: int = 16, block_warps: int = 0,
+             jitter: int = 0, seed: int | None = None) -> float:
     """Clocks a warp-iteration of the loop `body` on a sub-partition holding `warps` warps,
     in the steady state: the end of `iters` iterations of every warp less that of half as
-    many, over the warp-iterations between."""
+    many, over the warp-iterations between. With a `seed`, warps ready at the same clock
+    are taken in a random order and a shared load's result comes up to `jitter` clocks late
+    (uniform), both from that seed (docs/model.md item 45); without, in order, on time."""
     half = max(1, iters // 2)
-    return (_run(body, warps, iters, block_warps) - _run(body, warps, half, block_warps)) \
-        / (warps * (iters - half))
+    return (_run(body, warps, iters, block_warps, jitter, seed)
+            - _run(body, warps, half, block_warps, jitter, seed)) / (warps * (iters - half))
 
 
-def _run(body: list[Insn], warps: int, iters: int, block_warps: int) -> int:
+def _run(body: list[Insn], warps: int, iters: int, block_warps: int, jitter: int = 0,
+         seed: int | None = None) -> int:
     """The clock at which every warp has run `iters` iterations of `body`."""
+    rng = random.Random(seed) if seed is not None else None
     n = len(body)
     pc, done, ready = [0] * warps, [0] * warps, [0] * warps
     scoreboard = [[0] * 6 for _ in range(warps)]
@@ -174,7 +182,10 @@ def _run(body: list[Insn], warps: int, iters: int, block_warps: int) -> int:
     group = block_warps or warps
     last, t = -1, 0
     while any(d < iters for d in done):
-        order = ([last] if last >= 0 else []) + sorted(range(warps), key=lambda x: ready[x])
+        others = list(range(warps))
+        if rng is not None:
+            rng.shuffle(others)  # sorted() keeps this order among warps ready at one clock
+        order = ([last] if last >= 0 else []) + sorted(others, key=lambda x: ready[x])
         for w in order:
             if done[w] >= iters or ready[w] > t or w in at_barrier:
                 continue
@@ -187,8 +198,9 @@ def _run(body: list[Insn], warps: int, iters: int, block_warps: int) -> int:
                 pipe_free[pipe] = t + clocks
             ready[w] = t + max(1, ins.stall) + bank_stalls(body[pc[w] - 1], ins)
             if ins.wbar != 7:
-                scoreboard[w][ins.wbar] = t + (SHARED_LOAD_CLOCKS if ins.base in ("LDS", "LDSM")
-                                               else OTHER_LOAD_CLOCKS)
+                late = rng.randint(0, jitter) if rng is not None and jitter > 0 else 0
+                scoreboard[w][ins.wbar] = t + (SHARED_LOAD_CLOCKS + late
+                                               if ins.base in ("LDS", "LDSM") else OTHER_LOAD_CLOCKS)
             if ins.rbar != 7:
                 scoreboard[w][ins.rbar] = max(scoreboard[w][ins.rbar], t + READ_SB_CLOCKS)
             if ins.base == "BAR":
@@ -209,17 +221,31 @@ def _run(body: list[Insn], warps: int, iters: int, block_warps: int) -> int:
     return t
 
 
+def innermost_ffma_loop(insns: list[Insn], labels: dict[str, int]) -> list[Insn]:
+    """The shortest loop with FFMAs (a k loop ptxas kept rolled inside its tile loop)."""
+    return min((b for b in loops(insns, labels) if any(i.base == "FFMA" for i in b)),
+               key=len, default=[])
+
+
 def main(argv: list[str]) -> None:
     sys.path.insert(0, str(ROOT))
     from occupancy.build.compilers import nvdisasm_path
-    sass = subprocess.run([nvdisasm_path() or "nvdisasm", "-c", "-hex", argv[0]], check=True,
+    inner = "--inner" in argv  # the innermost loop with FFMAs, not the hottest
+    jitter = int(argv[argv.index("--jitter") + 1]) if "--jitter" in argv else 0
+    args = [a for i, a in enumerate(argv) if a != "--inner" and a != "--jitter"
+            and (i == 0 or argv[i - 1] != "--jitter")]
+    sass = subprocess.run([nvdisasm_path() or "nvdisasm", "-c", "-hex", args[0]], check=True,
                           capture_output=True, text=True).stdout
     funcs, labels = parse(sass)
+    seeds = range(4) if jitter else (None,)
     for fn, insns in funcs.items():
-        body = hottest_loop(insns, labels)
+        body = innermost_ffma_loop(insns, labels) if inner else hottest_loop(insns, labels)
         if body:
+            rates = [len(body) * len(seeds) / sum(simulate(body, int(w), 80, jitter=jitter, seed=s)
+                                                  for s in seeds) if jitter
+                     else len(body) / simulate(body, int(w)) for w in args[1:]]
             print(fn, f"{len(body)} instructions",
-                  " ".join(f"W={w}: {len(body) / simulate(body, int(w)):.2f}" for w in argv[1:]))
+                  " ".join(f"W={w}: {r:.2f}" for w, r in zip(args[1:], rates, strict=True)))
 
 
 if __name__ == "__main__":
