@@ -46,8 +46,9 @@ def flags(row: dict[str, str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def loop_form(defines: tuple[str, ...], tmp: str) -> str:
-    """`top` or `chainN` for the innermost FFMA loop of one build (see the module's text)."""
+def loop_form(defines: tuple[str, ...], tmp: str) -> tuple[str, int]:
+    """(`top` or `chainN`, its instructions a step) for the innermost FFMA loop of one build
+    (see the module's text)."""
     cubin = Path(tmp) / (hashlib.md5(" ".join(defines).encode()).hexdigest() + ".cubin")
     subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-cubin", *defines, "-o", str(cubin), str(SRC)],
                    check=True, capture_output=True)
@@ -66,7 +67,7 @@ def loop_form(defines: tuple[str, ...], tmp: str) -> str:
         elif ins.base != "FFMA":
             d = max([depth.get(r, 0) for r in _REG.findall(",".join(operands[1:]))], default=0)
             depth.update(dict.fromkeys(_REG.findall(operands[0]), d + 1))
-    return "top" if longest == 0 else f"chain{longest}"
+    return ("top" if longest == 0 else f"chain{longest}"), len(body)
 
 
 def main(paths: list[str]) -> None:
@@ -83,6 +84,7 @@ def main(paths: list[str]) -> None:
     for r in rows:
         twins[tuple(sorted((k, v) for k, v in r.items() if k not in TIMES))][r["rolled"]] = r
     groups: dict[tuple[str, ...], list[float]] = defaultdict(list)
+    steps: dict[tuple[str, ...], list[int]] = defaultdict(list)
     print(f"{'record':16} {'rolled loop':11} {'tiles':7} {'tm x tn':7} {'sync':>4} "
           f"{'warps':>5} {'waves':>5} rolled / unrolled")
     for pair in twins.values():
@@ -91,16 +93,34 @@ def main(paths: list[str]) -> None:
         r, u = pair["1"], pair["0"]
         ratio = float(r["ns_per_warp_iter_per_sm"]) / float(u["ns_per_warp_iter_per_sm"])
         tiles = ("batch" if r.get("batch") == "1" else "spread") if r.get("refill") == "1" else "none"
-        form = forms[flags(r)]
+        form, step = forms[flags(r)]
         print(f"{r['record']:16} {form:11} {tiles:7} {r['tm'] + 'x' + r['tn']:7} "
               f"{r.get('sync', '0'):>4} {r['warps_per_sm']:>5} {r.get('waves', '4'):>5} {ratio:.3f}")
-        groups[(form if form == "top" else "chain", tiles, r["tm"] + "x" + r["tn"],
-                r["warps_per_sm"])].append(ratio)
-    print("\nby form, tile loads, shape and warps an SM: pairs, median [min, max]")
-    for k in sorted(groups, key=lambda k: (k[2], int(k[3]), k[1], k[0])):
+        key = (form if form == "top" else "chain", tiles, r["tm"] + "x" + r["tn"],
+               r["warps_per_sm"], "barriers" if r.get("sync", "0") != "0" else "no barrier")
+        groups[key].append(ratio)
+        steps[key].append(step)
+    print("\nby form, tile loads, shape, warps an SM and barriers: pairs, median [min, max]")
+    for k in sorted(groups, key=lambda k: (k[4], k[2], int(k[3]), k[1], k[0])):
         v = groups[k]
-        print(f"  {' '.join(k[:3]):24} {k[3]:>3} warps: {len(v):3} "
+        print(f"  {' '.join(k[:3]):24} {k[3]:>3} warps, {k[4]:10}: {len(v):3} "
               f"{statistics.median(v):.3f} [{min(v):.3f}, {max(v):.3f}]")
+    # What a chain costs a step beyond the top form, where both were measured with the same
+    # tile loads, shape and warps, in a loop nested in a tile loop (barriers: the loops
+    # tune/model.py prices, CHAIN_STEP_CLOCKS): the chain pairs' median loss over the top
+    # pairs', times the chain builds' instructions a step (the model's issue clocks)
+    clocks = []
+    print("\na chain's clocks a step beyond the top form (barriers; chain / top, x its step)")
+    for k in sorted(groups, key=lambda k: (k[2], int(k[3]), k[1])):
+        top = ("top", *k[1:])
+        if k[0] != "chain" or k[4] != "barriers" or top not in groups:
+            continue
+        excess = statistics.median(groups[k]) / statistics.median(groups[top]) - 1
+        clocks.append(excess * statistics.median(steps[k]))
+        print(f"  {k[1]:7} {k[2]} {k[3]:>3} warps: {excess:+.1%} x {statistics.median(steps[k])}"
+              f" = {clocks[-1]:.1f}")
+    if clocks:
+        print(f"  median over {len(clocks)} groups: {statistics.median(clocks):.1f} clocks a step")
 
 
 if __name__ == "__main__":
