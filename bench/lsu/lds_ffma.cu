@@ -50,17 +50,17 @@
 #else
 #define ROW_OF(k) ((k) % ROWS)
 #endif
-#define STEP(k) do {                                                                       \
-    int row = ROW_OF(k);                                                                 \
+// the step itself: the A and B float4s at A_AT(i) and B_AT(j), then the outer product
+#define OUTER(A_AT, B_AT) do {                                                           \
     float a[TM], b[TN];                                                                  \
     _Pragma("unroll")                                                                    \
     for (int i = 0; i < TM / 4; i++) {                                                   \
-      float4 v = As[row * (TM / 4) + i][A_COL(lane, i)];                                         \
+      float4 v = A_AT(i);                                                                \
       a[4 * i] = v.x; a[4 * i + 1] = v.y; a[4 * i + 2] = v.z; a[4 * i + 3] = v.w;        \
     }                                                                                    \
     _Pragma("unroll")                                                                    \
     for (int j = 0; j < TN / 4; j++) {                                                   \
-      float4 v = Bs[row * (TN / 4) + j][B_COL(lane, j)];                                         \
+      float4 v = B_AT(j);                                                                \
       b[4 * j] = v.x; b[4 * j + 1] = v.y; b[4 * j + 2] = v.z; b[4 * j + 3] = v.w;        \
     }                                                                                    \
     _Pragma("unroll")                                                                    \
@@ -68,23 +68,14 @@
     _Pragma("unroll")                                                                    \
       for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);              \
   } while (0)
+#define A_TABLE(i) As[row * (TM / 4) + i][A_COL(lane, i)]
+#define B_TABLE(j) Bs[row * (TN / 4) + j][B_COL(lane, j)]
+#define STEP(k) do { int row = ROW_OF(k); OUTER(A_TABLE, B_TABLE); } while (0)
 // -DPTR's step: the rows at a_row and b_row, then both pointers a row on
+#define A_PTR(i) a_row[i * 32 + A_COL(lane, i)]
+#define B_PTR(j) b_row[j * 32 + B_COL(lane, j)]
 #define STEP_PTR() do {                                                                  \
-    float a[TM], b[TN];                                                                  \
-    _Pragma("unroll")                                                                    \
-    for (int i = 0; i < TM / 4; i++) {                                                   \
-      float4 v = a_row[i * 32 + A_COL(lane, i)];                                         \
-      a[4 * i] = v.x; a[4 * i + 1] = v.y; a[4 * i + 2] = v.z; a[4 * i + 3] = v.w;        \
-    }                                                                                    \
-    _Pragma("unroll")                                                                    \
-    for (int j = 0; j < TN / 4; j++) {                                                   \
-      float4 v = b_row[j * 32 + B_COL(lane, j)];                                         \
-      b[4 * j] = v.x; b[4 * j + 1] = v.y; b[4 * j + 2] = v.z; b[4 * j + 3] = v.w;        \
-    }                                                                                    \
-    _Pragma("unroll")                                                                    \
-    for (int i = 0; i < TM; i++)                                                         \
-    _Pragma("unroll")                                                                    \
-      for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);              \
+    OUTER(A_PTR, B_PTR);                                                                 \
     a_row += (TM / 4) * 32; b_row += (TN / 4) * 32;                                      \
   } while (0)
 
