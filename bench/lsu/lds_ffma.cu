@@ -13,7 +13,9 @@
 // address once (else once a tile, a global load its tile loads wait for); -DBATCH=T
 // (T threads a block, launched only so) issues each tile's loads before its stores;
 // -DPLAIN stores REFILL's A tile as it came (float4s, no bank conflict); -DHALF loads
-// half its rows. Run: ./a.out BLOCK:SMEM[:WAVES]...
+// half its rows; -DPTR (with -DDOT) and -DCHAIN give the rolled k loop either SASS form
+// (docs/model.md item 45: shared-load addresses ready at a step's top, or computed there).
+// Run: ./a.out BLOCK:SMEM[:WAVES]...
 // Build: nvcc -O3 -arch=sm_90 -DTM=8 -DTN=8 [-DROLLED] [-DSYNC=S] lds_ffma.cu; run: ./a.out BLOCK:SMEM...
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +47,9 @@
 // by a value known at run time only (1), so that ptxas computes the step's shared-load
 // addresses from the k counter at the top of each step; -DPTR (with -DDOT) steps two
 // pointers instead, so that the addresses are ready at the top of each step.
+#if defined(PTR) && (defined(CHAIN) || !defined(DOT))
+#error "-DPTR needs -DDOT and excludes -DCHAIN"
+#endif
 #ifdef CHAIN
 #define ROW_OF(k) ((k) * row_step & (ROWS - 1))
 #else
@@ -72,8 +77,8 @@
 #define B_TABLE(j) Bs[row * (TN / 4) + j][B_COL(lane, j)]
 #define STEP(k) do { int row = ROW_OF(k); OUTER(A_TABLE, B_TABLE); } while (0)
 // -DPTR's step: the rows at a_row and b_row, then both pointers a row on
-#define A_PTR(i) a_row[i * 32 + A_COL(lane, i)]
-#define B_PTR(j) b_row[j * 32 + B_COL(lane, j)]
+#define A_PTR(i) a_row[(i) * 32 + A_COL(lane, i)]
+#define B_PTR(j) b_row[(j) * 32 + B_COL(lane, j)]
 #define STEP_PTR() do {                                                                  \
     OUTER(A_PTR, B_PTR);                                                                 \
     a_row += (TM / 4) * 32; b_row += (TN / 4) * 32;                                      \

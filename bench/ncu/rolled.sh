@@ -8,7 +8,8 @@
 # (bench/CORPUS.md). Writes $OUT/rolled.tar.gz (per run: NAME-sass.csv, the source page;
 # NAME-raw.csv, the launch's metrics), $OUT/rolled.log and $OUT/device.txt.
 # WT=0 skips warptiling; LDS_FLAGS adds flags to the microbenchmark's build (and "-hoist",
-# "-batch" to its runs' names where it holds -DHOIST, -DBATCH), OUTTAG a last part of the names.
+# "-batch" to its runs' names where it holds -DHOIST, -DBATCH), OUTTAG a part of the names
+# before their "-rolledN".
 set -u
 : "${OUT:?Error: set OUT to the folder the results go to}"
 cd "$(dirname "$0")/../.."
@@ -40,7 +41,7 @@ for r in 0 1; do
     $([ $r = 1 ] && echo -DROLLED) ${LDS_FLAGS:-} -o "$W/l$r" bench/lsu/lds_ffma.cu >> "$OUT/rolled.log" 2>&1
   prof "lds-ffma$([[ "${LDS_FLAGS:-}" == *HOIST* ]] && echo -hoist)$([[ "${LDS_FLAGS:-}" == *BATCH* ]] && echo -batch)${OUTTAG:-}-rolled$r" outer 3 "$W/l$r" 256:0:1
 done
-tar -C "$W" -czf "$OUT/rolled.tar.gz" .
+tar -C "$W" -czf "$OUT/rolled.tar.gz" $(cd "$W" && ls ./*.csv)  # the pages, not the executables
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/device.txt"
 ncu --version >> "$OUT/device.txt"
 grep "exit" "$OUT/rolled.log"

@@ -28,9 +28,10 @@ register read stalls a clock for each source beyond the first in one of BANKS ba
 (register number mod 2) that the reuse cache does not hold.
 A barrier releases when the block's warps on this sub-partition reach it.
 
-Usage: python bench/sched/sim.py CUBIN [--inner] [--jitter J] W [W ...]   (issued instructions
-a clock, per loop; --inner: the innermost loop with FFMAs; --jitter J: each shared load up
-to J clocks late, ready warps in a random order, the mean of 4 seeds over 80 iterations)
+Usage: python bench/sched/sim.py CUBIN W [W ...] [--inner] [--seeds N [--jitter J]] [--iters I]
+(issued instructions a clock, per loop; --inner: the innermost loop with FFMAs; --seeds N:
+the mean of N seeds, ready warps in a random order; --jitter J: each shared load up to J
+clocks late; --iters: iterations a warp runs, 16 unless given)
 """
 
 from __future__ import annotations
@@ -164,7 +165,10 @@ def simulate(body: list[Insn], warps: int, iters: int = 16, block_warps: int = 0
     in the steady state: the end of `iters` iterations of every warp less that of half as
     many, over the warp-iterations between. With a `seed`, warps ready at the same clock
     are taken in a random order and a shared load's result comes up to `jitter` clocks late
-    (uniform), both from that seed (docs/model.md item 45); without, in order, on time."""
+    (uniform), both from that seed (docs/model.md item 45); without one, in order and on
+    time (`jitter` needs a seed)."""
+    if jitter and seed is None:
+        raise ValueError("jitter needs a seed")
     half = max(1, iters // 2)
     return (_run(body, warps, iters, block_warps, jitter, seed)
             - _run(body, warps, half, block_warps, jitter, seed)) / (warps * (iters - half))
@@ -228,24 +232,34 @@ def innermost_ffma_loop(insns: list[Insn], labels: dict[str, int]) -> list[Insn]
 
 
 def main(argv: list[str]) -> None:
+    import argparse
     sys.path.insert(0, str(ROOT))
     from occupancy.build.compilers import nvdisasm_path
-    inner = "--inner" in argv  # the innermost loop with FFMAs, not the hottest
-    jitter = int(argv[argv.index("--jitter") + 1]) if "--jitter" in argv else 0
-    args = [a for i, a in enumerate(argv) if a != "--inner" and a != "--jitter"
-            and (i == 0 or argv[i - 1] != "--jitter")]
-    sass = subprocess.run([nvdisasm_path() or "nvdisasm", "-c", "-hex", args[0]], check=True,
+    ap = argparse.ArgumentParser(prog="sim.py", description="Issue a cubin's loop over W warps.")
+    ap.add_argument("cubin")
+    ap.add_argument("warps", nargs="+", type=int, help="warps on the sub-partition (W)")
+    ap.add_argument("--inner", action="store_true",
+                    help="the innermost loop with FFMAs, not the hottest")
+    ap.add_argument("--seeds", type=int, default=0,
+                    help="average this many seeds, ready warps in a random order (0: in order)")
+    ap.add_argument("--jitter", type=int, default=0,
+                    help="with --seeds: each shared load up to this many clocks late")
+    ap.add_argument("--iters", type=int, default=16, help="iterations a warp runs")
+    a = ap.parse_args(argv)
+    if a.jitter < 0 or a.seeds < 0 or (a.jitter and not a.seeds) or a.iters < 2 \
+            or min(a.warps) < 1:
+        ap.error("--jitter and --seeds take counts >= 0, --jitter needs --seeds, --iters >= 2, W >= 1")
+    sass = subprocess.run([nvdisasm_path() or "nvdisasm", "-c", "-hex", a.cubin], check=True,
                           capture_output=True, text=True).stdout
     funcs, labels = parse(sass)
-    seeds = range(4) if jitter else (None,)
+    seeds = list(range(a.seeds)) or [None]
     for fn, insns in funcs.items():
-        body = innermost_ffma_loop(insns, labels) if inner else hottest_loop(insns, labels)
+        body = innermost_ffma_loop(insns, labels) if a.inner else hottest_loop(insns, labels)
         if body:
-            rates = [len(body) * len(seeds) / sum(simulate(body, int(w), 80, jitter=jitter, seed=s)
-                                                  for s in seeds) if jitter
-                     else len(body) / simulate(body, int(w)) for w in args[1:]]
+            rates = [len(body) * len(seeds) / sum(simulate(body, w, a.iters, jitter=a.jitter, seed=s)
+                                                  for s in seeds) for w in a.warps]
             print(fn, f"{len(body)} instructions",
-                  " ".join(f"W={w}: {r:.2f}" for w, r in zip(args[1:], rates, strict=True)))
+                  " ".join(f"W={w}: {r:.2f}" for w, r in zip(a.warps, rates, strict=True)))
 
 
 if __name__ == "__main__":
