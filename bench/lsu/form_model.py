@@ -37,22 +37,16 @@ def main() -> None:
             for form in ("as is", "-DPTR", "-DCHAIN"):
                 defines = (*BASE, *(("-DBATCH=256",) if tiles == "batch" else ()),
                            *((form,) if form != "as is" else ()), "-DROLLED")
-                cubin = Path(tmp) / "k.cubin"
-                subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-cubin", *defines, "-o", str(cubin),
-                                str(loop_forms.SRC)], check=True, capture_output=True)
-                nd = nvdisasm_path() or "nvdisasm"
-                plain = subprocess.run([nd, "-c", str(cubin)], check=True, capture_output=True,
-                                       text=True).stdout
-                hexed = subprocess.run([nd, "-c", "-hex", str(cubin)], check=True,
-                                       capture_output=True, text=True).stdout
+                cubin = loop_forms.compile_cubin(defines, tmp)
+                plain = subprocess.run([nvdisasm_path() or "nvdisasm", "-c", str(cubin)],
+                                       check=True, capture_output=True, text=True).stdout
                 mix = dict(next(iter(sass_loop_mix(plain).values())))
                 step = {k[len("inner_"):]: v for k, v in mix.items() if k.startswith("inner_")}
-                funcs, labels = sim.parse(hexed)
-                body = sim.innermost_ffma_loop(next(iter(funcs.values())), labels)
+                body = loop_forms.innermost_body(cubin)  # the k loop, with its control bits
                 rate = len(body) / sim.simulate(body, 4)
                 jittered = len(body) * 4 / sum(sim.simulate(body, 4, 80, jitter=15, seed=s)
                                                for s in range(4))
-                shape, _ = loop_forms.loop_form(defines, tmp)
+                shape = loop_forms.form_of(body)
                 print(f"{tiles:6} {form:8} {shape:7} {step['total']:4} {step['warp_wait']:9} "
                       f"{warp_wait_factor(step, 8):9.3f} / {warp_wait_factor(step, 16):.3f} "
                       f"{rate:13.2f} {jittered:12.2f}")

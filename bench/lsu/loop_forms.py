@@ -53,19 +53,28 @@ def flags(row: dict[str, str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def loop_form(defines: tuple[str, ...], tmp: str) -> tuple[str, int]:
-    """(`top` or `chainN`, its instructions a step) for the innermost FFMA loop of one build
-    (see the module's text); ("none", 0) where the build has no loop with FFMAs."""
+def compile_cubin(defines: tuple[str, ...], tmp: str) -> Path:
+    """lds_ffma.cu built with these defines for sm_90, under `tmp`."""
     cubin = Path(tmp) / (hashlib.md5(" ".join(defines).encode()).hexdigest() + ".cubin")
     subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-cubin", *defines, "-o", str(cubin), str(SRC)],
                    check=True, capture_output=True)
+    return cubin
+
+
+def innermost_body(cubin: Path) -> list[sim.Insn]:
+    """The cubin's innermost loop with FFMAs (its shortest over its functions; [] if none)."""
     sass = subprocess.run([nvdisasm_path() or "nvdisasm", "-c", "-hex", str(cubin)], check=True,
                           capture_output=True, text=True).stdout
     funcs, labels = sim.parse(sass)
-    body = min((sim.innermost_ffma_loop(insns, labels) for insns in funcs.values()),
+    return min((sim.innermost_ffma_loop(insns, labels) for insns in funcs.values()),
                key=lambda b: len(b) or sys.maxsize, default=[])
+
+
+def form_of(body: list[sim.Insn]) -> str:
+    """`top` or `chainN` for one k loop's instructions (see the module's text); `none`
+    for no loop."""
     if not body:
-        return "none", 0
+        return "none"
     depth: dict[str, int] = {}  # register -> dependent instructions of this step behind it
     longest = 0
     for ins in body:
@@ -81,7 +90,13 @@ def loop_form(defines: tuple[str, ...], tmp: str) -> tuple[str, int]:
         else:
             d = max([depth.get(r, 0) for r in _REG.findall(",".join(operands[1:]))], default=0)
             depth.update(dict.fromkeys(_REG.findall(operands[0]), d + 1))
-    return ("top" if longest == 0 else f"chain{longest}"), len(body)
+    return "top" if longest == 0 else f"chain{longest}"
+
+
+def loop_form(defines: tuple[str, ...], tmp: str) -> tuple[str, int]:
+    """(form_of, its instructions a step) for the innermost FFMA loop of one build."""
+    body = innermost_body(compile_cubin(defines, tmp))
+    return form_of(body), len(body)
 
 
 def main(paths: list[str]) -> None:
