@@ -90,6 +90,7 @@ class Point:
     error: str = ""  # kernel_tuner's error string for a point with no time
     predicted_ms: float | None = None
     pruned: bool = False
+    doubts: tuple[str, ...] = ()  # what the model named for it and did not price
 
 
 @dataclass
@@ -152,7 +153,8 @@ def load_space(path: str) -> Space | None:
         ms = _ms(r) if r.get("verified") is not False else None  # None: no reference, passes
         pred = r.get("predicted_ms")
         s.points.append(Point(dict(r["params"]), ms, "" if ms is not None else "RuntimeFailedConfig",
-                              float(pred) if isinstance(pred, (int, float)) else None))
+                              float(pred) if isinstance(pred, (int, float)) else None,
+                              doubts=record_doubts(r)))
     seen = {s.key(p.params) for p in s.points}
     for q in d.get("pruned") or []:
         params = q.get("params") if isinstance(q, dict) else None
@@ -163,6 +165,12 @@ def load_space(path: str) -> Space | None:
         s.points.append(Point(dict(params), None, err, pruned=True))
         seen.add(s.key(params))
     return s
+
+
+def record_doubts(r: dict[str, Any]) -> tuple[str, ...]:
+    """A result's `doubts` (none in records written before 2026-12-04): text only."""
+    d = r.get("doubts")
+    return tuple(x for x in d if isinstance(x, str)) if isinstance(d, list) else ()
 
 
 def kt_cache(space: Space) -> dict[str, Any]:
@@ -234,7 +242,8 @@ def project_search(space: Space, budget: int) -> tuple[float, int]:
 
     rows = [p for p in space.points if not p.pruned]
     cands = [Candidate(json.dumps(p.params, sort_keys=True),
-                       p.predicted_ms if p.predicted_ms is not None else math.inf, p.params)
+                       p.predicted_ms if p.predicted_ms is not None else math.inf, p.params,
+                       p.doubts)
              for p in rows]
     truth = {c.key: p.ms for c, p in zip(cands, rows, strict=True) if p.ms is not None}
     s = simulate(cands, truth, budget)

@@ -4,7 +4,7 @@
 
 For each record (one (space, size) pair measured on the GPU), `occupancy tile` ranks the
 space from the corpus's manifest at the record's problem size (`--set` each problem key),
-and each measured point gets the model's `predicted_ms`, `predicted_bound` and `error`
+and each measured point gets the model's `predicted_ms`, `predicted_bound`, `doubts` and `error`
 (predicted / measured - 1); `fastest.predicted_rank` is the fastest measured point's place
 with the points sorted by prediction, as bench/corpus_check.py counts it. Measured times,
 verification and occupancy stay the record's. A point the model no longer ranks (pruned,
@@ -102,10 +102,12 @@ def repredict(path: Path, corpus: Path) -> tuple[dict, int, int]:
         if row is None or not row.get("predicted_ms"):
             r["predicted_ms"] = r["error"] = None
             r["predicted_bound"] = None
+            r["doubts"] = []
             unranked += 1
             continue
         r["predicted_ms"] = row["predicted_ms"]
         r["predicted_bound"] = row.get("bound")
+        r["doubts"] = row.get("doubts", [])
         r["error"] = row["predicted_ms"] / r["measured"]["median_ms"] - 1
         moved += before != r["predicted_ms"]
     ok = [r for r in rec["results"] if r.get("predicted_ms") and r.get("verified") is not False]

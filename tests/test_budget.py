@@ -4,6 +4,7 @@ synthetic spaces whose truth is known, and on the H200 records of this project's
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import math
 from pathlib import Path
@@ -124,6 +125,45 @@ def test_a_kernel_wide_bias_moves_every_point_and_widens_no_doubt() -> None:
         s.record(c.key, truth[c.key])
     far = cands[39]  # cols, block 256, unroll 5: unlike every timed point
     assert 1.9 < s.expected_ms(far) / far.predicted_ms < 2.1 and s._post.scale == 1.0
+
+
+def _tiled(doubting: bool) -> tuple[list[Candidate], dict[str, float]]:
+    """A tiled kernel's 24 points, BK x THREADS x TM x TN: ptxas keeps the k loop rolled at
+    BK = 16 and 32 (`doubting`: the model names it for those points), which the model reads
+    6% faster than BK = 8 and which run 20% slower than it says; BK = 8 runs as predicted."""
+    cands, truth = [], {}
+    for i, (bk, threads, tm, tn) in enumerate(itertools.product((8, 16, 32), (128, 256),
+                                                                (4, 8), (4, 8))):
+        rolled = bk > 8
+        pred = 1.0 + 0.02 * (i * 7 % 24) / 24 + (0.0 if rolled else 0.06)
+        c = Candidate(f"p{i}", pred, {"BK": bk, "THREADS": threads, "TM": tm, "TN": tn},
+                      ("rolled k loop",) if rolled and doubting else ())
+        cands.append(c)
+        truth[c.key] = pred * (1.2 if rolled else 1.0)
+    return cands, truth
+
+
+def test_a_cost_the_model_does_not_price_is_tested_early() -> None:
+    """The leaders all have the k loop rolled, a cost the model names and does not price.
+    Timed 20% slow, they say little about the points without it: with the doubts, the
+    search times a BK = 8 point within 4 runs and finds the fastest; without them the same
+    timings read as the kernel's bias, and it times more rolled points (13% behind)."""
+    cands, truth = _tiled(doubting=True)
+    best = min(truth.values())
+    s = simulate(cands, truth, 4)
+    assert all(cands[int(k[1:])].params["BK"] > 8 for k in list(s.measured)[:2])  # leaders
+    assert s.best()[1] == best  # type: ignore[index]
+    assert s.picks[2][1].endswith("; no point timed has its doubts (none)")  # BK = 8, untested
+    plain = simulate(*_tiled(doubting=False), 4)
+    assert plain.best()[1] > best * 1.1  # type: ignore[index]
+    # points whose doubts are all the same: no doubt term, the search of no doubts
+    same = [Candidate(c.key, c.predicted_ms, c.params, ("rolled k loop",)) for c in cands]
+    assert simulate(same, truth, 8).picks == simulate(*_tiled(doubting=False)[:1], truth, 8).picks
+    post = _Posterior(cands)
+    assert math.isclose(post.kernel(0, 0), OFFSET ** 2 + 2 * MODEL_BAND ** 2)  # BK 8 with itself
+    # BK 8 against BK 16, the other parameters alike: no doubt shared, one parameter more apart
+    assert math.isclose(post.kernel(0, 8), OFFSET ** 2 + MODEL_BAND ** 2 * budget.RHO ** 2)
+    assert math.isclose(post.kernel(8, 16), OFFSET ** 2 + MODEL_BAND ** 2 * (1 + budget.RHO))
 
 
 def test_a_point_within_the_noise_is_not_worth_a_run(monkeypatch: pytest.MonkeyPatch) -> None:

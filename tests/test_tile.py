@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from occupancy import load_device
+from occupancy.build.compilers import nvdisasm_path
 from occupancy.cli import main
 from occupancy.core.banks import bank_conflicts, tile_addresses
 from occupancy.core.solver import solve
@@ -18,6 +19,7 @@ from occupancy.output.serialize import tune_dict
 from occupancy.tune.family import rank_family
 from occupancy.tune.model import LAUNCH_OVERHEAD_MS, block_launch_seconds, l1_for_loads, loads_in_flight
 from occupancy.tune.ptxsim import FIELDS, Traffic
+from tests.needs import need, need_nvcc
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -286,6 +288,22 @@ def test_an_fp32_bound_near_tie_keeps_the_fastest_predicted() -> None:
     assert pick is not None and pick.prediction and pick.prediction.bound == "fp32"
     assert pick.label == "regblock128 8x8 k16"
     assert report.ranked[1].label == "regblock128 8x8"
+
+
+@pytest.mark.slow
+def test_a_rolled_k_loop_is_named_as_a_doubt() -> None:
+    """kroll.cu with its k loop unrolled (KU = BK) or kept rolled (KU = 1): the points whose
+    SASS has a loop of FFMAs nested in the hot loop carry the doubt `rolled k loop` (what
+    measure --budget groups by, tune/budget.py), the others none, and a finding names them."""
+    need_nvcc()
+    need(nvdisasm_path(), "nvdisasm")
+    r = run("tile", str(ROOT / "tests/fixtures/unrolled/kroll.yaml"), "--kernel", "kroll",
+            "-d", "h200", "--json")
+    assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
+    data = json.loads(r.stdout)  # type: ignore[attr-defined]
+    got = {(c["params"]["BK"], c["params"]["KU"]): c["doubts"] for c in data["candidates"]}
+    assert got == {(8, 1): ["rolled k loop"], (16, 1): ["rolled k loop"], (8, 8): [], (16, 16): []}
+    assert any(f.startswith("The k loop is kept rolled in 2 of 4 points") for f in data["findings"])
 
 
 def _traffic(**counts: float) -> Traffic:

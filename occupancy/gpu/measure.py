@@ -507,12 +507,12 @@ def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: in
     against `reference`, timed with CUDA events (L2 flushed, median), with the driver's
     occupancy beside the prediction. Which points: the top-K predicted (`top`), every one,
     or (`budget`) those a budgeted search picks (tune/budget.py), one at a time."""
+    from occupancy.core.device import from_cuda_properties
     from occupancy.gpu.results import tuning_record
+    from occupancy.tune.ranked import doubts
 
     cp = cupy_module("measure")
     props = device_properties(0)
-    from occupancy.core.device import from_cuda_properties
-
     live = from_cuda_properties(props)
     ranked = [r for r in report.ranked if not r.pruned]
     time_one = _point_timer(cp, spec, report, ranked, Timer(cp, live.l2_cache_bytes), reps)
@@ -526,10 +526,10 @@ def measure_tuning(spec: TuneSpec, report: TuneReport, top: int | None, reps: in
             results.append(time_one(r))
     else:
         from occupancy.tune.budget import Candidate, Search
-
         by_key = {_label(r): r for r in ranked}
         search = Search([Candidate(k, r.prediction.predicted_ms if r.prediction else math.inf,
-                                   r.point.params) for k, r in by_key.items()], budget)
+                                   r.point.params, doubts(r, report.device))
+                         for k, r in by_key.items()], budget)
         while (c := search.next()) is not None:
             if progress:
                 progress(len(results), budget, c.key)
@@ -554,12 +554,13 @@ def _point_timer(cp: Any, spec: TuneSpec, report: TuneReport, ranked: list[Ranke
     """time_one(point): build, launch, verify and time one ranked point."""
     from occupancy.build.builds import build_cubin
     from occupancy.gpu.results import tuning_result
+    from occupancy.tune.ranked import doubts
     from occupancy.tune.spaces import kernel_params
 
-    rng = cp.random.default_rng(20261130)
+    rng, dev = cp.random.default_rng(20261130), report.device
     check = None
     if spec.reference_kernel is not None:
-        check = _reference_kernel(cp, spec.reference_kernel, report.device, rng)
+        check = _reference_kernel(cp, spec.reference_kernel, dev, rng)
 
     def time_one(r: Ranked) -> TuningResult:
         assert r.resources is not None and r.occupancy is not None  # ranked: it launches
@@ -594,6 +595,6 @@ def _point_timer(cp: Any, spec: TuneSpec, report: TuneReport, ranked: list[Ranke
         driver_blocks = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
             fn.kernel.ptr, r.point.threads, r.point.dynamic_shared_memory)
         del module
-        return tuning_result(r, ranked.index(r) + 1, t, verified, err, driver_blocks)
+        return tuning_result(r, ranked.index(r) + 1, t, verified, err, driver_blocks, doubts(r, dev))
 
     return time_one

@@ -58,7 +58,8 @@ def measure_result(c: Candidate, n: int, grid: Sequence[int], res: KernelResourc
 
 
 def tuning_result(r: Ranked, rank: int, t: Timing, verified: bool | None,
-                  relative_error: float | None, driver_blocks: int) -> TuningResult:
+                  relative_error: float | None, driver_blocks: int,
+                  doubts: Sequence[str] = ()) -> TuningResult:
     assert r.occupancy is not None and r.resources is not None
     pred = r.prediction.predicted_ms if r.prediction else None
     return {
@@ -70,6 +71,7 @@ def tuning_result(r: Ranked, rank: int, t: Timing, verified: bool | None,
         "driver_active_blocks_per_sm": driver_blocks,
         "occupancy_match": driver_blocks == r.occupancy.active_blocks_per_sm,
         "registers_per_thread": r.resources.registers_per_thread,
+        "doubts": list(doubts),  # what the model named for it and did not price
     }
 
 

@@ -128,6 +128,7 @@ def candidate_dict(r: Ranked, dev: Device) -> dict[str, Any]:
     """One point of a ranking: a user's entry and a shipped family's candidate alike (the
     hand-count keys are null where the entry has no `hand_counts:`)."""
     from occupancy.tune.model import predicted_range_ms
+    from occupancy.tune.ranked import doubts
 
     res, occ, pred, pt, c, k = r.resources, r.occupancy, r.prediction, r.point, r.candidate, r.counts
     return {
@@ -150,6 +151,8 @@ def candidate_dict(r: Ranked, dev: Device) -> dict[str, Any]:
         # the model's error band on the validation corpus (tune/model.py BAND_RATIO)
         "predicted_range_ms": list(predicted_range_ms(pred.predicted_ms)) if pred else None,
         "bound": pred.bound if pred else None,
+        # costs the model names for the point and does not price (tune/ranked.doubts)
+        "doubts": list(doubts(r, dev)),
         "roofs_ms": pred.roofs_ms if pred else None,
         "arithmetic_intensity": pred.arithmetic_intensity if pred else None,
         "resources_source": res.source if res else None,

@@ -8,13 +8,17 @@ the whole kernel too fast or too slow: a wide prior, OFFSET, which the first tim
 settles); the rest, of the size of the model's error band on the validation corpus, a
 point shares with its neighbours, falling by RHO for each parameter in which two points
 differ (a power-of-two step of a numeric parameter counts as one difference, a larger
-step too). Where the timings show the model's error wider than the band, the doubt widens
-with it. The first half of the budget goes to the predicted leaders; then, one at a time,
-the point whose optimistic time (expected less Z standard deviations) is lowest: the point
-the measurements leave most room to beat the best so far, often one unlike those timed.
-Points with no usable prediction come after every point that could still win, in the
-order given. It stops when no unmeasured point's optimistic time beats the best measured
-within the timing noise, or at the budget.
+step too). A cost the model names but does not price (a point's `doubts`: tune/ranked.py,
+e.g. a k loop ptxas kept rolled) is a further error of the band's size, shared by the points
+left with the same doubts and by no other: where the leaders all have one, what they measure
+says little about the points without it, which stay to be tested. Where the timings show
+the model's error wider than the band, the spread widens with it. The first half of the
+budget goes to the predicted leaders; then, one at a time, the point whose optimistic
+time (expected less Z standard deviations) is lowest: the point the measurements leave
+most room to beat the best so far, often one unlike those timed. Points with no usable
+prediction come after every point that could still win, in the order given. It stops when
+no unmeasured point's optimistic time beats the best measured within the timing noise, or
+at the budget.
 
 Pure: the caller times the points (gpu/measure.py on a GPU, or a record of measured times
 in `simulate`, which replays a tuning space's ground truth for the comparison with other
@@ -53,6 +57,8 @@ class Candidate:
     predicted_ms: float
     # name -> value: who its neighbours are (not part of its identity: the key is)
     params: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # the costs the model names for this point and does not price (tune/ranked.doubts)
+    doubts: tuple[str, ...] = field(default=(), compare=False, hash=False)
 
 
 def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
@@ -101,23 +107,30 @@ def _log_predicted(c: Candidate) -> float:
 class _Posterior:
     """The Gaussian process on log(measured) - log(predicted), updated one measurement at a
     time (a Cholesky factor grown by a row): for every candidate j, v[j] = L^-1 k(fitted, j),
-    and w = L^-1 y. Its covariance: OFFSET^2 (the kernel's shared error) plus MODEL_BAND^2
-    RHO^distance (a point's own, shared with its neighbours), the timing noise on the
-    diagonal."""
+    and w = L^-1 y. Its covariance: OFFSET^2 (the kernel's shared error), plus MODEL_BAND^2
+    where two points have the same doubts (the error of what the model leaves unpriced for
+    them; only where the candidates' doubts differ), plus MODEL_BAND^2 RHO^distance (a point's
+    own, shared with its neighbours; differing doubts count as one more parameter), the
+    timing noise on the diagonal."""
 
     def __init__(self, candidates: Sequence[Candidate]) -> None:
         self.cands = candidates
         names = sorted({n for c in candidates for n in c.params})
         self.coords = [_coords(c.params, names) for c in candidates]
+        self.doubts = [frozenset(c.doubts) for c in candidates]
         self.local = MODEL_BAND ** 2
-        self.prior = OFFSET ** 2 + self.local
+        self.doubt = MODEL_BAND ** 2 if len(set(self.doubts)) > 1 else 0.0
+        self.prior = OFFSET ** 2 + self.doubt + self.local
         self.fitted: list[int] = []
         self.w: list[float] = []
         self.v: list[list[float]] = [[] for _ in candidates]
         self.scale = 1.0
 
     def kernel(self, i: int, j: int) -> float:
-        return OFFSET ** 2 + self.local * RHO ** _apart(self.coords[i], self.coords[j])
+        apart = _apart(self.coords[i], self.coords[j])
+        if self.doubts[i] == self.doubts[j]:
+            return OFFSET ** 2 + self.doubt + self.local * RHO ** apart
+        return OFFSET ** 2 + self.local * RHO ** (apart + 1)
 
     def add(self, i: int, error: float) -> None:
         if len(self.fitted) >= MAX_FIT:
@@ -191,12 +204,19 @@ class Search:
             why = (f"could beat the best so far ({best[1]:.4g} ms): expected "
                    f"{self.expected_ms(pick):.4g} ms, {self.optimistic_ms(pick):.4g} ms at best"
                    if best else "a leader")
+            if self._post.doubt and self._untested(pick):
+                why += f"; no point timed has its doubts ({', '.join(pick.doubts) or 'none'})"
             return self._pick(pick, why)
         unknown = [c for c in todo if not math.isfinite(_log_predicted(c))]
         if unknown:  # nothing predicted can win; what has no prediction might: in order
             return self._pick(unknown[0], "no prediction, and no predicted point can win")
         self.stopped = "no unmeasured point can beat the best measured (within the noise)"
         return None
+
+    def _untested(self, c: Candidate) -> bool:
+        """Whether no point timed so far has `c`'s doubts (what the model leaves unpriced)."""
+        mine = frozenset(c.doubts)
+        return all(frozenset(self.candidates[self._index[k]].doubts) != mine for k in self.measured)
 
     def summary(self) -> SearchSummary:
         """What a record keeps of the search: budget, runs, why it stopped, and its picks."""

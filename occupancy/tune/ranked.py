@@ -28,8 +28,14 @@ from occupancy.tune.model import (
     RESOLUTION,
     ROOF_NAMES,
     Prediction,
+    work_ffma,
 )
 from occupancy.tune.shipped import Candidate, Counts
+
+# The costs the model names for a point and does not price (`doubts`): measure --budget
+# takes the points that share them as sharing that error (tune/budget.py)
+ROLLED_LOOP = "rolled k loop"
+WALKED_TABLE = "walked constant table"
 
 # the registers of a shipped candidate no compiler here can build (tune/handcounts.py)
 ESTIMATE_SOURCE = "estimate (no compiler; pip install 'occupancy[compiler]')"
@@ -232,9 +238,8 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
     conflicts (shared passes over the conflict-free count), uncoalesced global loads
     (128-byte lines per load; 1 is a warp of floats in one line) and stores whose ends leave
     sectors partly written (a row off its sectors; docs/model.md item 33); and, from the SASS, the
-    points whose hot loop walks a __constant__ table where such loops ran slow and the model
-    has not priced it (tune/constwalk.unpriced_walk; blocks an SM: as many as the occupancy
-    and the grid give each of `dev`'s SMs)."""
+    points with a cost the model names and does not price (`doubts`: a k loop kept rolled, a
+    walked __constant__ table)."""
     out = []
     n = len(ranked)
 
@@ -268,16 +273,17 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
                    "whose pitch is a multiple of 32 bytes keep their stores on their sectors, "
                    "all but a row's partial last one.")
 
-    def walker(r: Ranked) -> bool:
-        if r.resources is None or r.occupancy is None:
-            return False
-        blocks = r.occupancy.resident_blocks(r.point.grid_blocks, dev.sm_count)
-        priced = bool(r.prediction and r.prediction.roofs_ms.get("constant"))
-        return unpriced_walk(dev, dict(r.resources.loop_mix or ()), blocks, priced)
-    walkers = [r for r in ranked if walker(r)]
+    rolled = [r for r in ranked if ROLLED_LOOP in doubts(r, dev)]
+    if rolled:
+        out.append(f"The k loop is kept rolled in {len(rolled)} of {n} points (a loop of FFMAs "
+                   f"nested in the hot loop, the first {inert(rolled[0].label)}): on the H200 "
+                   "such loops ran up to 25% slower than the same work unrolled, which the "
+                   "model does not price (docs/model.md item 45); measure --budget takes "
+                   "the errors of the points with and without it apart.")
+    walkers = [r for r in ranked if WALKED_TABLE in doubts(r, dev)]
     if walkers:
         out.append(f"The hot loop reads a __constant__ table through a uniform register (ULDC) "
-                   f"in {len(walkers)} of {len(ranked)} points where the model does not price "
+                   f"in {len(walkers)} of {n} points where the model does not price "
                    "what that may cost (8 blocks an SM, or more holding fewer than 32 warps, a "
                    "table of 8 KB or more, or a loop whose trips the declared FLOPs do not "
                    f"give), the first {inert(walkers[0].label)}: on the H200 such loops ran at "
@@ -285,3 +291,22 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
                    "these points before trusting their rank.")
     return out
 
+
+def doubts(r: Ranked, dev: Device) -> tuple[str, ...]:
+    """The costs the model names for a point and does not price, from its SASS: a k loop
+    ptxas kept rolled inside the hot loop (a nested loop of FFMAs: on the H200 such loops ran
+    up to 25% slower than the same work unrolled, by a cause not known, docs/model.md items
+    43-45) and a walked __constant__ table where the rule does not price it
+    (tune/constwalk.unpriced_walk; blocks an SM: as many as the occupancy and the grid give
+    each of `dev`'s SMs). None for a point without a build's SASS."""
+    if r.resources is None or r.occupancy is None or not r.resources.loop_mix:
+        return ()
+    mix = dict(r.resources.loop_mix)
+    out = []
+    if work_ffma(mix, "inner_"):
+        out.append(ROLLED_LOOP)
+    blocks = r.occupancy.resident_blocks(r.point.grid_blocks, dev.sm_count)
+    priced = bool(r.prediction and r.prediction.roofs_ms.get("constant"))
+    if unpriced_walk(dev, mix, blocks, priced):
+        out.append(WALKED_TABLE)
+    return tuple(out)
