@@ -133,6 +133,8 @@ def _ms(r: dict[str, Any]) -> float | None:
 
 def load_space(path: str) -> Space | None:
     """The record at `path` as a Space, or None when it is not a tuning record."""
+    from occupancy.tune.ranked import read_doubts
+
     try:
         d = json.loads(Path(path).read_text())
     except (OSError, ValueError):
@@ -154,7 +156,7 @@ def load_space(path: str) -> Space | None:
         pred = r.get("predicted_ms")
         s.points.append(Point(dict(r["params"]), ms, "" if ms is not None else "RuntimeFailedConfig",
                               float(pred) if isinstance(pred, (int, float)) else None,
-                              doubts=record_doubts(r)))
+                              doubts=read_doubts(r.get("doubts"))))
     seen = {s.key(p.params) for p in s.points}
     for q in d.get("pruned") or []:
         params = q.get("params") if isinstance(q, dict) else None
@@ -165,12 +167,6 @@ def load_space(path: str) -> Space | None:
         s.points.append(Point(dict(params), None, err, pruned=True))
         seen.add(s.key(params))
     return s
-
-
-def record_doubts(r: dict[str, Any]) -> tuple[str, ...]:
-    """A result's `doubts` (none in records written before 2026-12-04): text only."""
-    d = r.get("doubts")
-    return tuple(x for x in d if isinstance(x, str)) if isinstance(d, list) else ()
 
 
 def kt_cache(space: Space) -> dict[str, Any]:

@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from budget_compare import record_doubts  # noqa: E402
 from corpus_repredict import space_of as corpus_space  # noqa: E402
 
 from occupancy.tune.budget import Candidate, simulate  # noqa: E402
+from occupancy.tune.ranked import read_doubts  # noqa: E402
 
 # the split, made before anything was measured (see the corpus index, bench/CORPUS.md)
 VALIDATION = ("sgemm-2d", "sgemm-warptiling", "samples-matrixmul", "samples-reduce6", "kt-pnpoly",
@@ -47,7 +47,7 @@ def check(path: str) -> dict[str, object] | None:
     by_pred = sorted(rows, key=lambda r: r["predicted_ms"])
     fastest = min(rows, key=lambda r: r["measured"]["median_ms"])
     # measure --budget learns about a point's neighbours from its parameters
-    cands = [Candidate(key(r), r["predicted_ms"], r["params"], record_doubts(r)) for r in rows]
+    cands = [Candidate(key(r), r["predicted_ms"], r["params"], read_doubts(r.get("doubts"))) for r in rows]
     out: dict[str, object] = {
         "record": Path(path).name, "space": space_of(path),
         "part": "validation" if space_of(path) in VALIDATION else "calibration",

@@ -102,7 +102,7 @@ def repredict(path: Path, corpus: Path) -> tuple[dict, int, int]:
         if row is None or not row.get("predicted_ms"):
             r["predicted_ms"] = r["error"] = None
             r["predicted_bound"] = None
-            r["doubts"] = []
+            r["doubts"] = None  # not read
             unranked += 1
             continue
         r["predicted_ms"] = row["predicted_ms"]

@@ -159,6 +159,13 @@ def test_a_cost_the_model_does_not_price_is_tested_early() -> None:
     # points whose doubts are all the same: no doubt term, the search of no doubts
     same = [Candidate(c.key, c.predicted_ms, c.params, ("rolled k loop",)) for c in cands]
     assert simulate(same, truth, 8).picks == simulate(*_tiled(doubting=False)[:1], truth, 8).picks
+    assert _Posterior(same).prior == OFFSET ** 2 + MODEL_BAND ** 2
+    # nor where only a point with no prediction has other doubts (the model did not read it)
+    unread = [*same, Candidate("unread", math.inf, {"BK": 64})]
+    assert _Posterior(unread).doubt == 0.0 and _Posterior([*cands, unread[-1]]).doubt > 0
+    # once a point without the doubt is timed, the next such picks are no longer untested
+    eight = simulate(cands, truth, 8)  # 4 leaders, then 4 BK = 8 points
+    assert [w.endswith("has its doubts (none)") for _, w in eight.picks].count(True) == 1
     post = _Posterior(cands)
     assert math.isclose(post.kernel(0, 0), OFFSET ** 2 + 2 * MODEL_BAND ** 2)  # BK 8 with itself
     # BK 8 against BK 16, the other parameters alike: no doubt shared, one parameter more apart

@@ -130,6 +130,38 @@ def test_the_replay_gives_the_search_each_points_parameters(
     assert [c.params for c in seen[0]] == [q.params for q in rows] and rows[0].params
 
 
+def test_the_replay_reads_each_points_doubts_and_nothing_else(tmp_path: Path) -> None:
+    """A record's `doubts` reach the replayed search as measure gives them: only the model's
+    own names, each once, in its order (a record is hostile: other text and long lists are
+    dropped); none where the key is missing or null."""
+    from occupancy.tune.ranked import ROLLED_LOOP, WALKED_TABLE, read_doubts
+
+    assert read_doubts([WALKED_TABLE, "x" * 10 ** 5, ROLLED_LOOP, ROLLED_LOOP, 3, None]) == \
+        (ROLLED_LOOP, WALKED_TABLE)
+    assert read_doubts(["junk"] * 10 ** 5) == () and read_doubts(None) == () and read_doubts("r") == ()
+    path = _record(tmp_path)
+    rec = json.loads(path.read_text())
+    rec["results"][0]["doubts"] = [ROLLED_LOOP, {"not": "a name"}]
+    rec["results"][1]["doubts"] = None
+    path.write_text(json.dumps(rec))
+    space = bc.load_space(str(path))
+    assert [p.doubts for p in space.points[:3]] == [(ROLLED_LOOP,), (), ()]
+
+
+def test_the_committed_warptiling_record_replays_within_3_percent() -> None:
+    """corpus-check.json's figure for SGEMM_CUDA's warptiling at 2048 (docs/model.md item 47),
+    replayed from the committed record: with each point's doubts, --budget 4 and 8 end
+    within 3% of the fastest; without them (the search before item 47) they do not."""
+    space = bc.load_space(str(ROOT / "bench/results/h200-corpus-repredicted/"
+                                     "sgemm-warptiling-2048-2048-2048.json"))
+    assert space is not None and sum(bool(p.doubts) for p in space.points) == 553
+    for b in (4, 8):
+        assert bc.project_search(space, b)[0] <= space.fastest_ms * 1.03
+    for p in space.points:
+        p.doubts = ()
+    assert bc.project_search(space, 8)[0] > space.fastest_ms * 1.05
+
+
 def test_a_kernel_tuner_run_that_never_returns_counts_as_finding_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """kernel_tuner 1.5's genetic algorithm never returned on some seeds of a space of 8

@@ -99,7 +99,9 @@ def test_committed_gpu_records_match_the_schema() -> None:
              *sorted(res.glob("h200-corpus/*.json")), *sorted(res.glob("h200-budget-gp/**/*.json")),
              *sorted(res.glob("h200-corpus-remeasured/**/*.json")),
              *sorted(res.glob("h200-corpus-day2/*.json")),
-             *sorted(res.glob("h200-corpus-pnpoly-polygon/*.json"))]
+             *sorted(res.glob("h200-corpus-pnpoly-polygon/*.json")),
+             *sorted(res.glob("h200-corpus-repredicted/*.json")),
+             *sorted(res.glob("h200-budget-doubts/*.json"))]
     tuned = [f for f in tuned if f.name not in ("store.json", "lds-wavefronts.json")]
     assert len(shipped) == 10 and len(tuned) >= 31 + 3 + 19 + 11
     for f in shipped:
@@ -182,7 +184,8 @@ def test_tuning_record_builders() -> None:
     blocks = [r.occupancy.active_blocks_per_sm for r in ranked if r.occupancy]
     results = [tuning_result(ranked[0], 1, timing([0.5, 0.5, 0.5]), False, 0.2, blocks[0]),
                tuning_result(ranked[1], 2, timing([0.3, 0.3, 0.3]), True, 0.0, blocks[1]),
-               tuning_result(ranked[2], 3, timing([0.4, 0.4, 0.4]), None, None, blocks[2] + 1)]
+               tuning_result(ranked[2], 3, timing([0.4, 0.4, 0.4]), None, None, blocks[2] + 1,
+                             ("rolled k loop",))]
     env = {"date": "d", "device": "H200", "compute_capability": "9.0", "driver_version": "13.0",
            "runtime_version": 13000, "cupy_version": "14", "python": "3.12"}
     rec = tuning_record(env, rep, 5, results)  # type: ignore[arg-type]

@@ -109,17 +109,21 @@ class _Posterior:
     time (a Cholesky factor grown by a row): for every candidate j, v[j] = L^-1 k(fitted, j),
     and w = L^-1 y. Its covariance: OFFSET^2 (the kernel's shared error), plus MODEL_BAND^2
     where two points have the same doubts (the error of what the model leaves unpriced for
-    them; only where the candidates' doubts differ), plus MODEL_BAND^2 RHO^distance (a point's
-    own, shared with its neighbours; differing doubts count as one more parameter), the
-    timing noise on the diagonal."""
+    them; only where the points with a prediction have two or more sets of doubts), plus
+    MODEL_BAND^2 RHO^distance (a point's own, shared with its neighbours; differing doubts
+    count as one more parameter), the timing noise on the diagonal. A set of doubts is one
+    class: {rolled, walked} shares nothing with {rolled} (no corpus space has both)."""
 
     def __init__(self, candidates: Sequence[Candidate]) -> None:
         self.cands = candidates
         names = sorted({n for c in candidates for n in c.params})
         self.coords = [_coords(c.params, names) for c in candidates]
-        self.doubts = [frozenset(c.doubts) for c in candidates]
+        classes: dict[frozenset[str], int] = {}  # each set of doubts, numbered once
+        self.doubts = [classes.setdefault(frozenset(c.doubts), len(classes)) for c in candidates]
+        seen = {d for d, c in zip(self.doubts, candidates, strict=True)
+                if math.isfinite(_log_predicted(c))}
         self.local = MODEL_BAND ** 2
-        self.doubt = MODEL_BAND ** 2 if len(set(self.doubts)) > 1 else 0.0
+        self.doubt = MODEL_BAND ** 2 if len(seen) > 1 else 0.0
         self.prior = OFFSET ** 2 + self.doubt + self.local
         self.fitted: list[int] = []
         self.w: list[float] = []
@@ -214,9 +218,11 @@ class Search:
         return None
 
     def _untested(self, c: Candidate) -> bool:
-        """Whether no point timed so far has `c`'s doubts (what the model leaves unpriced)."""
-        mine = frozenset(c.doubts)
-        return all(frozenset(self.candidates[self._index[k]].doubts) != mine for k in self.measured)
+        """Whether no point the process was fitted on has `c`'s doubts (what the model leaves
+        unpriced): one that failed, or had no prediction, taught it nothing."""
+        post = self._post
+        mine = post.doubts[self._index[c.key]]
+        return all(post.doubts[i] != mine for i in post.fitted)
 
     def summary(self) -> SearchSummary:
         """What a record keeps of the search: budget, runs, why it stopped, and its picks."""

@@ -275,11 +275,12 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
 
     rolled = [r for r in ranked if ROLLED_LOOP in doubts(r, dev)]
     if rolled:
+        apart = ("; measure --budget takes the errors of the points with and without it apart"
+                 if len(rolled) < n else "")
         out.append(f"The k loop is kept rolled in {len(rolled)} of {n} points (a loop of FFMAs "
                    f"nested in the hot loop, the first {inert(rolled[0].label)}): on the H200 "
                    "such loops ran up to 25% slower than the same work unrolled, which the "
-                   "model does not price (docs/model.md item 45); measure --budget takes "
-                   "the errors of the points with and without it apart.")
+                   f"model does not price (docs/model.md item 45){apart}.")
     walkers = [r for r in ranked if WALKED_TABLE in doubts(r, dev)]
     if walkers:
         out.append(f"The hot loop reads a __constant__ table through a uniform register (ULDC) "
@@ -310,3 +311,12 @@ def doubts(r: Ranked, dev: Device) -> tuple[str, ...]:
     if unpriced_walk(dev, mix, blocks, priced):
         out.append(WALKED_TABLE)
     return tuple(out)
+
+
+def read_doubts(value: object) -> tuple[str, ...]:
+    """A record's `doubts` read back (a replay of measure --budget): the names `doubts`
+    gives, each once, in its order; anything else in the file is dropped (a record is
+    hostile input: no other text, and no list of any length, reaches the search)."""
+    if not isinstance(value, list):
+        return ()  # none, null (not read) or not a list
+    return tuple(n for n in (ROLLED_LOOP, WALKED_TABLE) if n in value)

@@ -90,7 +90,7 @@ class TuningResult(_TuningFields, total=False):
     (what `tile` reports and a replay of the record reads back; Triton configs have none)."""
 
     predicted_bound: str | None
-    doubts: list[str]  # the costs the model named for the point and did not price
+    doubts: list[str] | None  # the costs the model named for it and did not price; None: not read
 
 
 class TritonResult(TuningResult, total=False):
