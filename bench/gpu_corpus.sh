@@ -27,8 +27,8 @@ sgemm-vectorize|$C/SGEMM_CUDA/tune.yaml|sgemmVectorize|10|calibration|M N K|2048
 kt-convolution|$C/kernel_tuner/tune.yaml|convolution_kernel|10|calibration|FH FW|7,7 11,11
 kt-reduction|$C/kernel_tuner/tune.yaml|sum_floats|10|calibration|n|16777216 67108864
 llmc-softmax4|$C/llm.c/tune.yaml|softmax_forward_kernel4|20|calibration|N C|8192,50257 16384,4096
-sgemm-2d|$C/SGEMM_CUDA/tune.yaml|sgemm2DBlocktiling|10|validation|M N K|2048,2048,2048 1024,1024,1024
-sgemm-warptiling|$C/SGEMM_CUDA/tune.yaml|sgemmWarptiling|10|validation|M N K|2048,2048,2048 1024,1024,1024
+sgemm-2d|$C/SGEMM_CUDA/tune.yaml|sgemm2DBlocktiling|10|validation|M N K|2048,2048,2048 1024,1024,1024 4096,4096,4096
+sgemm-warptiling|$C/SGEMM_CUDA/tune.yaml|sgemmWarptiling|10|validation|M N K|2048,2048,2048 1024,1024,1024 4096,4096,4096
 samples-matrixmul|$C/cuda-samples/tune.yaml|MatrixMulCUDA|20|validation|M N K|2048,2048,2048 4096,4096,4096
 samples-reduce6|$C/cuda-samples/tune.yaml|reduce6|10|validation|n|16777216 67108864
 kt-pnpoly|$C/kt-pnpoly/tune.yaml|cn_pnpoly|10|validation|n|2000000 10000000
