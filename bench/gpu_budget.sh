@@ -12,10 +12,12 @@
 # BUDGET=B. A pair may also be a space at a size of your own: sgemm-2d:M=4096,N=4096,K=4096:8.
 set -u
 [ $# -gt 0 ] || { echo "Error: name the pairs, ID-SIZE:B ..." >&2; exit 2; }
+for pair in "$@"; do  # every pair checked before any runs
+  [[ "${pair##*:}" =~ ^[1-9][0-9]{0,3}$ && "${pair%:*}" != "$pair" ]] \
+    || { echo "Error: '$pair': ID-SIZE:B, B a number of runs" >&2; exit 2; }
+done
 rc=0
 for pair in "$@"; do
-  budget="${pair##*:}"; id="${pair%:*}"
-  [[ "$budget" =~ ^[1-9][0-9]*$ && "$id" != "$pair" ]] || { echo "Error: '$pair': ID-SIZE:B" >&2; exit 2; }
-  BUDGET="$budget" bash "$(dirname "$0")/gpu_corpus.sh" "$id" || rc=$?
+  BUDGET="${pair##*:}" bash "$(dirname "$0")/gpu_corpus.sh" "${pair%:*}" || rc=$?
 done
 exit $rc

@@ -3,7 +3,7 @@
 #
 #   bash bench/gpu_corpus.sh calibration | validation | ID ... | ID:K=V,K=V ...
 #
-# ID: a space (sgemm-2d: both its committed sizes) or one pair (sgemm-2d-2048-2048-2048);
+# ID: a space (sgemm-2d: all its committed sizes) or one pair (sgemm-2d-2048-2048-2048);
 # ID:K=V,...: a space at a size of your own (sgemm-warptiling:M=4096,N=4096,K=4096). Each pair
 # is one `occupancy measure MANIFEST --kernel K --set ...` of the local corpus (its sources
 # placed by bench/corpus/place_sources.py), written to $OUT/<id>-<sizes>.json, its output to
@@ -52,7 +52,11 @@ for a in "$@"; do
     *:*)
       id="${a%%:*}"; spec="${a#*:}"; IFS='|' read -r _ m k r _ keys _ <<< "$(row "$id")"
       [ -n "${m:-}" ] || fail "no corpus space '$id'"
-      [[ "$spec" =~ ^([A-Za-z_]+=[0-9]+)(,[A-Za-z_]+=[0-9]+)*$ ]] || fail "'$spec': give K=V,... with digits"
+      [[ "$spec" =~ ^([A-Za-z_]+=[1-9][0-9]{0,9})(,[A-Za-z_]+=[1-9][0-9]{0,9})*$ ]] \
+        || fail "'$spec': give K=V,... with V a positive number"
+      given=$(printf '%s\n' "$spec" | tr ',' '\n' | cut -d= -f1)
+      for g in $given; do [[ " $keys " == *" $g "* ]] || fail "'$a': no problem key $g (it has: $keys)"; done
+      [ "$(printf '%s\n' "$given" | sort | uniq -d)" = "" ] || fail "'$a' gives a key twice"
       vals=""; for key in $keys; do
         v=$(printf '%s\n' "$spec" | tr ',' '\n' | awk -F= -v k="$key" '$1 == k {print $2}')
         [ -n "$v" ] || fail "'$a' lacks $key (the problem has: $keys)"; vals="${vals:+$vals,}$v"
@@ -74,18 +78,21 @@ done
 
 log="$OUT/gpu-log.txt"
 { date; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv 2>&1
-  nvcc --version 2>&1 | tail -1; echo "commit: ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
+  nvcc --version 2>&1 | tail -1
+  python3 -c "from occupancy.build.compilers import nvdisasm_path as p; print('nvdisasm:', p())" 2>&1
+  echo "commit: ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
   echo "corpus: ${#pairs[@]} (space, size) pairs"; } >> "$log"
 summary="id	exit	seconds	points	verified	failed	unchecked	occ_match	fastest_ms	fastest_rank"
-total=0
+total=0; worst=0
 for p in "${pairs[@]}"; do
   IFS='|' read -r id m k r keys vals <<< "$p"
   name="$id-${vals//,/-}${BUDGET:+-b$BUDGET}"; sets=(); i=1
   for key in $keys; do sets+=(--set "$key=$(echo "$vals" | cut -d, -f$i)"); i=$((i + 1)); done
   t0=$(date +%s)
+  rm -f "$OUT/$name.json"  # a failed run leaves no record, not an earlier one
   timeout "$TIMEOUT" python3 -m occupancy measure "$m" --kernel "$k" "${sets[@]}" --reps "$r" \
     --max-compiles 5000 ${BUDGET:+--budget "$BUDGET"} -o "$OUT/$name.json" > "$OUT/logs/$name.txt" 2> "$OUT/logs/$name.err"
-  rc=$?; dt=$(( $(date +%s) - t0 )); total=$((total + dt))
+  rc=$?; dt=$(( $(date +%s) - t0 )); total=$((total + dt)); [ $rc -gt $worst ] && worst=$rc
   echo "measure $name: exit $rc in $dt s" >> "$log"
   row=$(python3 - "$OUT/$name.json" <<'PY'
 import json, sys
@@ -105,3 +112,4 @@ $name	$rc	$dt	$row"
 done
 { echo "total: $total s"; echo "$summary"; } >> "$log"
 tail -n $(( ${#pairs[@]} + 1 )) "$log"
+exit $worst  # the worst measure's exit (124: one timed out)
