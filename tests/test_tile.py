@@ -292,12 +292,13 @@ def test_an_fp32_bound_near_tie_keeps_the_fastest_predicted() -> None:
 
 @pytest.mark.slow
 def test_a_rolled_k_loop_is_named_as_a_doubt() -> None:
-    """kroll.cu with its k loop unrolled (KU = BK) or kept rolled (KU = 1): the points whose
-    SASS has a loop of FFMAs nested in the hot loop carry the doubt `rolled k loop` (what
-    measure --budget groups by, tune/budget.py), the others none, and a finding names them."""
+    """bench/doubts/kroll.cu at one tile, its k loop unrolled (KU = BK) or kept rolled
+    (KU = 1): the points whose SASS has a loop of FFMAs nested in the hot loop carry the
+    doubt `rolled k loop` (what measure --budget groups by, tune/budget.py), the others
+    none, and a finding names them."""
     need_nvcc()
     need(nvdisasm_path(), "nvdisasm")
-    r = run("tile", str(ROOT / "tests/fixtures/unrolled/kroll.yaml"), "--kernel", "kroll",
+    r = run("tile", str(ROOT / "bench/doubts/tune.yaml"), "--kernel", "kroll_small",
             "-d", "h200", "--json")
     assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
     data = json.loads(r.stdout)  # type: ignore[attr-defined]
