@@ -29,13 +29,13 @@ kt-reduction|$C/kernel_tuner/tune.yaml|sum_floats|10|calibration|n|16777216 6710
 llmc-softmax4|$C/llm.c/tune.yaml|softmax_forward_kernel4|20|calibration|N C|8192,50257 16384,4096
 sgemm-2d|$C/SGEMM_CUDA/tune.yaml|sgemm2DBlocktiling|10|validation|M N K|2048,2048,2048 1024,1024,1024 4096,4096,4096
 sgemm-warptiling|$C/SGEMM_CUDA/tune.yaml|sgemmWarptiling|10|validation|M N K|2048,2048,2048 1024,1024,1024 4096,4096,4096
-samples-matrixmul|$C/cuda-samples/tune.yaml|MatrixMulCUDA|20|validation|M N K|2048,2048,2048 4096,4096,4096
-samples-reduce6|$C/cuda-samples/tune.yaml|reduce6|10|validation|n|16777216 67108864
-kt-pnpoly|$C/kt-pnpoly/tune.yaml|cn_pnpoly|10|validation|n|2000000 10000000
-jacobi|$C/multi-gpu-programming-models/tune.yaml|jacobi_kernel|20|validation|nx ny|16384,16384 8192,8192
-llmc-softmax7|$C/llm.c/tune.yaml|softmax_forward_kernel7|20|validation|N C|8192,50257 16384,4096
-llmc-softmax-online8|$C/llm.c/tune.yaml|softmax_forward_online_kernel8|20|validation|N C|8192,50257 16384,4096
-flash-attention|$C/flash-attention-minimal/tune.yaml|forward_kernel|20|validation|B nh N d|16,12,64,64 16,12,128,64"
+samples-matrixmul|$C/cuda-samples/tune.yaml|MatrixMulCUDA|20|validation|M N K|2048,2048,2048 4096,4096,4096 3072,3072,3072
+samples-reduce6|$C/cuda-samples/tune.yaml|reduce6|10|validation|n|16777216 67108864 33554432
+kt-pnpoly|$C/kt-pnpoly/tune.yaml|cn_pnpoly|10|validation|n|2000000 10000000 4000000
+jacobi|$C/multi-gpu-programming-models/tune.yaml|jacobi_kernel|20|validation|nx ny|16384,16384 8192,8192 12288,12288
+llmc-softmax7|$C/llm.c/tune.yaml|softmax_forward_kernel7|20|validation|N C|8192,50257 16384,4096 8192,32000
+llmc-softmax-online8|$C/llm.c/tune.yaml|softmax_forward_online_kernel8|20|validation|N C|8192,50257 16384,4096 8192,32000
+flash-attention|$C/flash-attention-minimal/tune.yaml|forward_kernel|20|validation|B nh N d|16,12,64,64 16,12,128,64 16,12,256,64"
 
 fail() { echo "Error: $*" >&2; exit 2; }
 row() { printf '%s\n' "$TABLE" | awk -F'|' -v id="$1" '$1 == id'; }
