@@ -128,9 +128,10 @@ def candidate_dict(r: Ranked, dev: Device) -> dict[str, Any]:
     """One point of a ranking: a user's entry and a shipped family's candidate alike (the
     hand-count keys are null where the entry has no `hand_counts:`)."""
     from occupancy.tune.model import predicted_range_ms
-    from occupancy.tune.ranked import doubts
+    from occupancy.tune.ranked import WALKED_TABLE, doubts
 
     res, occ, pred, pt, c, k = r.resources, r.occupancy, r.prediction, r.point, r.candidate, r.counts
+    named = doubts(r, dev)
     return {
         "params": dict(pt.params), "label": r.label, "function": pt.function,
         "threads_per_block": pt.threads, "block": list(pt.block), "grid": list(pt.grid),
@@ -148,11 +149,13 @@ def candidate_dict(r: Ranked, dev: Device) -> dict[str, Any]:
         "waves": (-(-pt.grid_blocks // (occ.active_blocks_per_sm * dev.sm_count))
                   if occ and occ.active_blocks_per_sm else None),
         "predicted_ms": pred.predicted_ms if pred else None,
-        # the model's error band on the validation corpus (tune/model.py BAND_RATIO)
-        "predicted_range_ms": list(predicted_range_ms(pred.predicted_ms)) if pred else None,
+        # the model's error band on the validation corpus (tune/model.py BAND_RATIO), above
+        # from the time a walked table it names and does not price may take (slow_walk_ms)
+        "predicted_range_ms": list(predicted_range_ms(
+            pred.predicted_ms, pred.slow_walk_ms if WALKED_TABLE in named else 0.0)) if pred else None,
         "bound": pred.bound if pred else None,
         # costs the model names for the point and does not price (tune/ranked.doubts)
-        "doubts": list(doubts(r, dev)),
+        "doubts": list(named),
         "roofs_ms": pred.roofs_ms if pred else None,
         "arithmetic_intensity": pred.arithmetic_intensity if pred else None,
         "resources_source": res.source if res else None,

@@ -81,10 +81,13 @@ def walks_slow(dev: Device, mix: Mapping[str, int], blocks_per_sm: int,
 
 
 def constant_walk_seconds(dev: Device, mix: Mapping[str, int], runs: float,
-                          blocks_per_sm: int, warps_per_sm: int) -> float:
+                          blocks_per_sm: int, warps_per_sm: int, slow: bool = False) -> float:
     """The floor the slow regime puts under `runs` warp-wide executions of the loop spread
-    over the SMs (0 where it does not hold)."""
-    if not runs or not walks_slow(dev, mix, blocks_per_sm, warps_per_sm):
+    over the SMs (0 where it does not hold). `slow`: wherever the loop has the slow form,
+    whatever the blocks an SM: the time a walk the model names and does not price may take
+    (at 8 blocks an SM the microbenchmarks ran at 0.13-1.04x this floor)."""
+    held = _slow_form(dev, mix) if slow else walks_slow(dev, mix, blocks_per_sm, warps_per_sm)
+    if not runs or not held:
         return 0.0
     return runs * mix["uldc"] * ULDC_MISS_CLOCKS / (dev.sm_count * dev.boost_clock_mhz * 1e6)
 

@@ -132,9 +132,10 @@ BAND_RATIO = 1.19
 MEASURED_ON = ("h200",)
 
 
-def predicted_range_ms(predicted_ms: float) -> tuple[float, float]:
-    """The error band of a prediction (BAND_RATIO either way)."""
-    return predicted_ms / BAND_RATIO, predicted_ms * BAND_RATIO
+def predicted_range_ms(predicted_ms: float, upper_ms: float = 0.0) -> tuple[float, float]:
+    """The error band of a prediction (BAND_RATIO either way), above from `upper_ms` where
+    that is more: the time a cost the model names and does not price may reach."""
+    return predicted_ms / BAND_RATIO, max(predicted_ms, upper_ms) * BAND_RATIO
 ROOF_NAMES = {"fp32": "FP32 issue", "lsu": "the load/store unit (L1 and shared memory)",
               "l2": "L2 bandwidth", "dram": "DRAM bandwidth",
               "scatter": "scattered partial-sector stores",
@@ -155,6 +156,8 @@ class Prediction:
     dram_bytes: float
     l2_bytes: float
     arithmetic_intensity: float  # FLOP per DRAM byte
+    # the time if a walked __constant__ table ran at the slow regime's floor at any blocks
+    slow_walk_ms: float = 0.0  # an SM (predict_work's `slow_walk`); 0: not predicted
 
 
 def _loads_per_batch(mix: dict[str, int], traffic: Traffic) -> float:
@@ -288,7 +291,8 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
                  dram_bytes: float, registers_per_thread: int,
                  loop_mix: tuple[tuple[str, int], ...] | None = None,
                  traffic: Traffic | None = None,
-                 write_share: float | None = None, grid: tuple[int, ...] = ()) -> Prediction:
+                 write_share: float | None = None, grid: tuple[int, ...] = (),
+                 slow_walk: bool = False) -> Prediction:
     """_predict_grid's time, but where the grid is one full round of what the SMs hold and a
     second round that holds fewer blocks an SM (ceil(second / SMs)): there the compute side
     (issue, load/store, walked constants) is the two rounds', each predicted with its share
@@ -297,13 +301,13 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
     the memory side stays the whole grid's (other SMs take a thin round's bandwidth). Blocks
     that start together finish together, so a second round starts in step; from the third
     on they have drifted apart and the last is spread over the SMs' wave, as _work_seconds
-    takes it (docs/model.md item 44)."""
+    takes it (docs/model.md item 44). `slow_walk`: a walked table's floor at any blocks."""
 
     def at(blocks: int) -> Prediction:
         share = blocks / grid_blocks if grid_blocks else 1.0
         return _predict_grid(dev, occ, blocks, flops * share, dram_bytes * share,
                              registers_per_thread, loop_mix=loop_mix, traffic=traffic,
-                             write_share=write_share, grid=grid)
+                             write_share=write_share, grid=grid, slow_walk=slow_walk)
 
     whole = at(grid_blocks)
     slots = max(occ.active_blocks_per_sm, 1) * dev.sm_count
@@ -330,7 +334,8 @@ def _predict_grid(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: fl
                   dram_bytes: float, registers_per_thread: int,
                   loop_mix: tuple[tuple[str, int], ...] | None = None,
                   traffic: Traffic | None = None,
-                  write_share: float | None = None, grid: tuple[int, ...] = ()) -> Prediction:
+                  write_share: float | None = None, grid: tuple[int, ...] = (),
+                  slow_walk: bool = False) -> Prediction:
     """Predicted time of a user's kernel from its declared work (FLOPs, DRAM bytes), its
     occupancy, the instruction mix of its hottest SASS loop, and what one of its warps
     does on the PTX (ptxsim: shared wavefronts with bank conflicts, global lines).
@@ -394,7 +399,7 @@ def _predict_grid(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: fl
              "scatter": scattered,
              "latency": _warp_path(dev, occ, grid_blocks, mix, traffic),
              "atomics": contended_atomic_seconds(traffic, units),
-             "constant": constant_walk_seconds(dev, mix, runs, blocks_per_sm, warps)}
+             "constant": constant_walk_seconds(dev, mix, runs, blocks_per_sm, warps, slow_walk)}
     roofs["blocks"] = block_launch_seconds(dev, grid_blocks)
     seconds, wave_eff = _work_seconds(dev, occ, grid_blocks, roofs)
     bound = max(roofs, key=lambda r: roofs[r])

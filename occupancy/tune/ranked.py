@@ -283,13 +283,17 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
                    f"model does not price (docs/model.md item 45){apart}.")
     walkers = [r for r in ranked if WALKED_TABLE in doubts(r, dev)]
     if walkers:
+        up = max((r.prediction.slow_walk_ms / r.prediction.predicted_ms for r in walkers
+                  if r.prediction and r.prediction.predicted_ms), default=0.0)
+        reach = (f"; their predicted ranges reach the time at the slow regime's floor, up to "
+                 f"{up:.1f}x the prediction" if up > 1 else "")
         out.append(f"The hot loop reads a __constant__ table through a uniform register (ULDC) "
                    f"in {len(walkers)} of {n} points where the model does not price "
                    "what that may cost (8 blocks an SM, or more holding fewer than 32 warps, a "
                    "table of 8 KB or more, or a loop whose trips the declared FLOPs do not "
                    f"give), the first {inert(walkers[0].label)}: on the H200 such loops ran at "
-                   "their issue count or up to 12x slower (bench/results/h200-cwalk): measure "
-                   "these points before trusting their rank.")
+                   f"their issue count or up to 12x slower (bench/results/h200-cwalk){reach}: "
+                   "measure these points before trusting their rank.")
     return out
 
 

@@ -320,10 +320,12 @@ def _predicted(spec: TuneSpec, dev: Device, ranked: list[Ranked]) -> list[Ranked
     for (i, flops, dram), warp in zip(todo, warps, strict=True):
         r = ranked[i]
         assert r.occupancy is not None and r.resources is not None
-        pred = predict_work(dev, r.occupancy, r.point.grid_blocks, flops, dram,
-                            r.resources.registers_per_thread, r.resources.loop_mix, warp,
-                            write_share(spec, {**spec.problem, **r.point.params}),
-                            tuple(r.point.grid))
+        args = (dev, r.occupancy, r.point.grid_blocks, flops, dram,
+                r.resources.registers_per_thread, r.resources.loop_mix, warp,
+                write_share(spec, {**spec.problem, **r.point.params}), tuple(r.point.grid))
+        pred = predict_work(*args)
+        if dict(r.resources.loop_mix or ()).get("uldc"):  # a walk's time if it ran slow
+            pred = replace(pred, slow_walk_ms=predict_work(*args, slow_walk=True).predicted_ms)
         out[i] = replace(r, prediction=pred, traffic=warp)
     return out
 
