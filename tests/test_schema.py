@@ -104,7 +104,8 @@ def test_committed_gpu_records_match_the_schema() -> None:
              *sorted(res.glob("h200-budget-doubts/*.json")),
              *sorted(res.glob("h200-corpus-4096/*.json")),
              *sorted(res.glob("h200-doubts-own/*.json")),
-             *sorted(res.glob("h200-corpus-third/*.json"))]
+             *sorted(res.glob("h200-corpus-third/*.json")),
+             *sorted(res.glob("h200-budget-third/*.json"))]
     tuned = [f for f in tuned if f.name not in ("store.json", "lds-wavefronts.json")]
     assert len(shipped) == 10 and len(tuned) >= 31 + 3 + 19 + 11
     for f in shipped:
