@@ -13,7 +13,8 @@ A point whose doubts name a walked `__constant__` table carries, as the top of i
   with under 10 issue clocks an SM between ULDCs, the row's issue over its ULDCs);
 - the corpus records given (default: pnpoly's, the validation part's only space with the
   doubt): `occupancy tile` at each record's size, as bench/corpus_repredict.py runs it, and
-  each measured point against its range, with the doubt and without.
+  each measured point against its range, with the doubt and without (the points without it:
+  how many ran slower than the band, and the most, over the prediction).
 
 Writes FILE (default bench/results/walk-range-check.json) and prints the counts.
 """
@@ -76,7 +77,8 @@ def corpus(records: list[Path], corpus_dir: Path) -> list[dict[str, object]]:
         rec = json.loads(path.read_text(encoding="utf-8"))
         rows = tile((corpus_dir / MANIFESTS[space_id(path)]).resolve(), rec["kernel"], rec["problem"])
         count = {"record": path.name, "named": 0, "named_within_band": 0, "named_within_range": 0,
-                 "others": 0, "others_within_band": 0, "most_measured_over_predicted": 0.0,
+                 "others": 0, "others_within_band": 0, "others_above_band": 0,
+                 "others_most_measured_over_predicted": 0.0, "most_measured_over_predicted": 0.0,
                  "widest_range_over_predicted": 0.0}
         for r in rec["results"]:
             row = rows.get(json.dumps(r["params"], sort_keys=True))
@@ -95,6 +97,9 @@ def corpus(records: list[Path], corpus_dir: Path) -> list[dict[str, object]]:
             else:
                 count["others"] += 1
                 count["others_within_band"] += in_band
+                count["others_above_band"] += t > p * BAND_RATIO
+                count["others_most_measured_over_predicted"] = max(
+                    count["others_most_measured_over_predicted"], t / p)
         out.append(count)
     return out
 

@@ -147,6 +147,55 @@ def test_the_floor_is_the_reads_at_the_miss_rate() -> None:
     assert constant_walk_seconds(H200, walk(uldc=0), runs, 8, 64, slow=True) == 0.0
 
 
+def test_the_slow_floor_is_an_sm_s_whatever_the_grid() -> None:
+    """The floor forced (`slow_walk`) on grids under one block an SM: each busy SM reads the
+    same, so the floor is the same at 33, 66 and 132 blocks of the same work, and a thin
+    second round is no cheaper than one round of what it adds."""
+    mix = tuple(walk(cbank3=16384).items())
+    occ = solve(H200, 256, 26)
+    floors = [predict_work(H200, occ, g, 2 * 600 * 256 * g, 12 * 256 * g, 26, loop_mix=mix,
+                           slow_walk=True).roofs_ms["constant"] for g in (33, 66, 132)]
+    assert floors[0] > 0 and floors == pytest.approx([floors[0]] * 3, rel=1e-9)
+    slots = occ.active_blocks_per_sm * H200.sm_count
+    times = [predict_work(H200, occ, g, 2 * 600 * 256 * g, 12 * 256 * g, 26, loop_mix=mix,
+                          slow_walk=True).predicted_ms for g in (slots, slots + 1)]
+    assert times[1] >= times[0]
+
+
+def test_the_range_reaches_the_floor_only_where_the_doubt_is_named() -> None:
+    """`tile --json`'s predicted_range_ms: a point the doubt names (8 blocks of 256 an SM)
+    reaches the slow floor; the same loop at 2 blocks of 1024, whose forced floor is as far
+    above its prediction but which the rule does not name, keeps the plain band."""
+    from dataclasses import replace
+
+    from occupancy.build.resources import KernelResources
+    from occupancy.output.serialize import candidate_dict
+    from occupancy.tune.model import BAND_RATIO
+    from occupancy.tune.ranked import Point, Ranked
+
+    mix = tuple(walk().items())
+    grid = 64 * H200.sm_count
+
+    def point(block: int) -> tuple[dict[str, object], float]:
+        occ = solve(H200, block, 26)
+        args = (H200, occ, grid, 2.0 * 600 * block * grid, 12.0 * block * grid, 26)
+        pred = predict_work(*args, loop_mix=mix)
+        slow = predict_work(*args, loop_mix=mix, slow_walk=True).predicted_ms
+        res = KernelResources("k", 26, 0, 1, 0, 0, 0, None, "fake", loop_mix=mix)
+        r = Ranked(Point({"B": block}, "k", (), (block,), (grid,), 0), res, occ,
+                   replace(pred, slow_walk_ms=slow), ())
+        return candidate_dict(r, H200), slow
+
+    (named, slow), (plain, plain_slow) = point(256), point(1024)
+    assert named["active_blocks_per_sm"] == 8 and plain["active_blocks_per_sm"] == 2
+    assert named["doubts"] == ["walked constant table"] and plain["doubts"] == []
+    p, q = named["predicted_ms"], plain["predicted_ms"]
+    assert isinstance(p, float) and isinstance(q, float)
+    assert slow > 2 * p and plain_slow > 2 * q
+    assert named["predicted_range_ms"] == pytest.approx([p / BAND_RATIO, slow * BAND_RATIO])
+    assert plain["predicted_range_ms"] == pytest.approx([q / BAND_RATIO, q * BAND_RATIO])
+
+
 def test_predict_work_puts_the_floor_under_the_issue_side() -> None:
     """At 32 blocks of 64 an SM the walk binds (`constant`); held to 4 blocks by shared
     memory the same loop is at its issue count."""
@@ -259,7 +308,6 @@ def test_the_pick_bound_by_the_floor_says_why_with_the_blocks_the_grid_gives() -
     assert not [x for x in said if "schedulers issue" in x or "hide" in x]
 
 
-
 @pytest.mark.slow
 def test_a_named_walk_s_range_reaches_the_floor(tmp_path: Path) -> None:
     """A walk the model names and does not price (8 blocks of 256 an SM) carries the time
@@ -287,15 +335,16 @@ def test_a_named_walk_s_range_reaches_the_floor(tmp_path: Path) -> None:
         "  }\n  out[i] = c;\n}\n")
     (tmp_path / "tune.yaml").write_text(
         "devices: [h200]\nkernels:\n  - name: walk\n    source: walk.cu\n"
-        "    space: {BS: [64, 256]}\n    problem: {n: 2000000}\n    block: BS\n"
+        "    space: {BS: [64, 256, 1024]}\n    problem: {n: 2000000}\n    block: BS\n"
         "    grid: ceil(n / BS)\n    work: {flops: 2 * 600 * n, dram_bytes: 12 * n}\n"
         "    args: [{array: in, dtype: float32, shape: [n, 2]},\n"
         "           {array: out, dtype: int32, shape: [n], output: true}, n]\n")
     r = CliRunner().invoke(main, ["tile", str(tmp_path / "tune.yaml"), "--kernel", "walk",
                                   "-d", "h200", "--json"])
     assert r.exit_code == 0, r.output
-    got = {c["params"]["BS"]: c for c in json.loads(r.stdout)["candidates"]}
-    priced, named = got[64], got[256]
+    report = json.loads(r.stdout)
+    got = {c["params"]["BS"]: c for c in report["candidates"]}
+    priced, named, plain = got[64], got[256], got[1024]
     assert (priced["active_blocks_per_sm"], named["active_blocks_per_sm"]) == (32, 8)
     assert priced["bound"] == "constant" and priced["doubts"] == []
     assert priced["predicted_range_ms"] == pytest.approx(
@@ -306,3 +355,10 @@ def test_a_named_walk_s_range_reaches_the_floor(tmp_path: Path) -> None:
     # the floor is the grid's reads at the miss rate, whatever the blocks: the priced point's
     assert high > 2 * named["predicted_ms"] * BAND_RATIO
     assert high == pytest.approx(priced["predicted_ms"] * BAND_RATIO, rel=0.05)
+    # 2 blocks of 1024 an SM: the slow form, not named: the plain band
+    assert plain["active_blocks_per_sm"] == 2 and plain["doubts"] == []
+    assert plain["predicted_range_ms"] == pytest.approx(
+        [plain["predicted_ms"] / BAND_RATIO, plain["predicted_ms"] * BAND_RATIO])
+    said = [f for f in report["findings"] if "through a uniform register" in f]
+    assert len(said) == 1 and "in 1 of 3 points" in said[0]
+    assert f"up to {high / BAND_RATIO / named['predicted_ms']:.1f}x the prediction" in said[0]

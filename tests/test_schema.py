@@ -107,7 +107,7 @@ def test_committed_gpu_records_match_the_schema() -> None:
              *sorted(res.glob("h200-corpus-third/*.json")),
              *sorted(res.glob("h200-budget-third/*.json"))]
     tuned = [f for f in tuned if f.name not in ("store.json", "lds-wavefronts.json")]
-    assert len(shipped) == 10 and len(tuned) >= 31 + 3 + 19 + 11
+    assert len(shipped) == 10 and len(tuned) >= 31 + 3 + 19 + 11 + 7 + 4
     for f in shipped:
         _validate(json.loads(f.read_text()), "measure")
     for f in tuned:

@@ -156,8 +156,8 @@ class Prediction:
     dram_bytes: float
     l2_bytes: float
     arithmetic_intensity: float  # FLOP per DRAM byte
-    # the time if a walked __constant__ table ran at the slow regime's floor at any blocks
-    slow_walk_ms: float = 0.0  # an SM (predict_work's `slow_walk`); 0: not predicted
+    # the time if a walked __constant__ table ran at its slow floor at any blocks an SM
+    slow_walk_ms: float = 0.0  # (predict_work's `slow_walk`); 0: not predicted
 
 
 def _loads_per_batch(mix: dict[str, int], traffic: Traffic) -> float:
@@ -399,7 +399,8 @@ def _predict_grid(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: fl
              "scatter": scattered,
              "latency": _warp_path(dev, occ, grid_blocks, mix, traffic),
              "atomics": contended_atomic_seconds(traffic, units),
-             "constant": constant_walk_seconds(dev, mix, runs, blocks_per_sm, warps, slow_walk)}
+             # its reads spread over the SMs the grid keeps busy, as the issue side's are
+             "constant": constant_walk_seconds(dev, mix, runs, blocks_per_sm, warps, slow_walk) / busy}
     roofs["blocks"] = block_launch_seconds(dev, grid_blocks)
     seconds, wave_eff = _work_seconds(dev, occ, grid_blocks, roofs)
     bound = max(roofs, key=lambda r: roofs[r])

@@ -286,7 +286,7 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
         up = max((r.prediction.slow_walk_ms / r.prediction.predicted_ms for r in walkers
                   if r.prediction and r.prediction.predicted_ms), default=0.0)
         reach = (f"; their predicted ranges reach the time at the slow regime's floor, up to "
-                 f"{up:.1f}x the prediction" if up > 1 else "")
+                 f"{up:.1f}x the prediction" if up >= 1.05 else "")
         out.append(f"The hot loop reads a __constant__ table through a uniform register (ULDC) "
                    f"in {len(walkers)} of {n} points where the model does not price "
                    "what that may cost (8 blocks an SM, or more holding fewer than 32 warps, a "
