@@ -70,9 +70,28 @@ def test_keys_table() -> None:
     assert tuning_entry({"space": {}}) and not tuning_entry({"triton": 1}) and not tuning_entry(3)
 
 
-def test_compilers_and_defines(tmp_path: Path) -> None:
+def test_compilers_and_defines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     nvcc = tmp_path / "nvcc"
     nvcc.write_text("")
+    # a program the manifest's folder holds is no CUDA install's nvcc: refused, naming the leave
+    monkeypatch.delenv("OCCUPANCY_TRUST_COMPILERS", raising=False)
+    for v in ("CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(v, raising=False)
+    with pytest.raises(OccupancyError) as info:
+        parse_compilers({"sm_61": "nvcc"}, tmp_path, 1)
+    assert str(info.value).startswith(f"compilers.sm_61: {nvcc} is not the nvcc of a CUDA install")
+    assert str(info.value).endswith("set OCCUPANCY_TRUST_COMPILERS=1 if you trust it")
+    monkeypatch.setenv("OCCUPANCY_TRUST_COMPILERS", "yes")  # only 1 is the leave
+    with pytest.raises(OccupancyError):
+        parse_compilers({"sm_61": "nvcc"}, tmp_path, 1)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path.parent))  # $CUDA_HOME/bin/nvcc: not this one
+    with pytest.raises(OccupancyError):
+        parse_compilers({"sm_61": "nvcc"}, tmp_path, 1)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "nvcc").write_text("")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))  # the user's own toolkit
+    assert parse_compilers({"sm_61": "bin/nvcc"}, tmp_path, 1) == {"sm_61": str(tmp_path / "bin" / "nvcc")}
+    monkeypatch.setenv("OCCUPANCY_TRUST_COMPILERS", "1")
     assert parse_compilers({"sm_61": "nvcc", "sm_90a": str(nvcc)}, tmp_path, 1) == {
         "sm_61": str(nvcc), "sm_90a": str(nvcc)}
     assert parse_compilers({}, tmp_path, 1) == {}
@@ -95,7 +114,8 @@ def test_compilers_and_defines(tmp_path: Path) -> None:
     assert len(parse_defines({f"A{i}": 1 for i in range(1024)}, 1)) == 1024
 
 
-def test_manifest_top_level_compilers(tmp_path: Path) -> None:
+def test_manifest_top_level_compilers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OCCUPANCY_TRUST_COMPILERS", "1")  # a stand-in nvcc, with the user's leave
     (tmp_path / "nvcc").write_text("")
     m = load_manifest(write(tmp_path, [{"name": "k", "block": 1, "registers": 1}], devices=["v100"],
                             compilers={"sm_70": "nvcc"}))

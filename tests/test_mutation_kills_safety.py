@@ -236,7 +236,13 @@ def test_check_output_messages(tmp_path: Path) -> None:
         f"-o {tmp_path / 'no' / 'x'}: the directory {tmp_path / 'no'} does not exist"
     loop = tmp_path / "loop"
     loop.symlink_to(loop)
-    assert refused(check_output, str(loop)) == f"-o {loop}: Too many levels of symbolic links"
+    assert refused(check_output, str(loop)) == \
+        f"-o {loop}: a symbolic link; give the file itself, or leave -o out to print"
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")  # os.replace would put a file where the link is
+    assert refused(check_output, str(dangling)).endswith(": a symbolic link; give the file "
+                                                         "itself, or leave -o out to print")
+    assert refused(check_output, "x" * 5000).endswith(": File name too long")
     new = tmp_path / "new.txt"
     assert check_output(str(new), [inp]) == new
     assert check_output(str(inp), [tmp_path / "missing"]) == inp  # not the same file

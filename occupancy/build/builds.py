@@ -43,11 +43,11 @@ from occupancy.build.resources import (
     KernelResources,
     parse_ptxas_log,
 )
-from occupancy.build.run import COMPILER_MEMORY, run_tool
+from occupancy.build.run import COMPILER_MEMORY, ReadsDevice, run_tool
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.inputs.flags import nvcc_flags, nvrtc_flags, ptxas_flags
-from occupancy.inputs.safety import check_function, inert, safe_path
+from occupancy.inputs.safety import check_function, inert, note_input, safe_path
 
 _ERROR_LINES = 3
 
@@ -78,6 +78,10 @@ def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None,
                      stdin=stdin)
     except subprocess.TimeoutExpired:
         raise CompileTimeout(f"{inert(build.shown)}: {what} did not finish in {TIMEOUT_S} s") from None
+    except ReadsDevice as exc:  # an #include the scan could not follow (a macro's)
+        raise CompileError(f"{inert(build.shown)} for {build.arch}: {what} opened "
+                           f"{inert(exc.strerror or '')}, a FIFO or device, not a source file "
+                           "(an #include names it, perhaps through a macro)") from None
     except OSError as exc:
         raise CompilerUnavailable(f"{what} cannot run: {exc.strerror}") from None
     if r.returncode != 0:
@@ -359,6 +363,7 @@ def scan_includes(source: str, dirs: Sequence[str]) -> list[str]:
     compiler gives no dependency output); over-approximates, never under."""
     seen: list[str] = [source]
     todo = [source]
+    note_input(source)
     while todo and len(seen) < _DEP_CAP:
         cur = todo.pop()
         try:
@@ -373,6 +378,7 @@ def scan_includes(source: str, dirs: Sequence[str]) -> list[str]:
                     if p not in seen:
                         seen.append(p)
                         todo.append(p)
+                        note_input(p)  # -o may not replace a header the build reads
                     break
     return seen
 
@@ -514,6 +520,8 @@ def _compile_once(build: Build, want: str | None = None, loop_mix: bool = True,
         read = [f for s in (build.source, *build.link) for f in scan_includes(s, dirs)]
         _cache_store_failure(key, str(exc), read, shadow_candidates(build, read))
         raise
+    for f in (*build.link, *deps):
+        note_input(f)  # what the compiler read: the linked sources and every header
     names = demangle(list(found))
     found = {k: replace(v, demangled=names.get(k, k)) for k, v in found.items()}
     if loop_mix:

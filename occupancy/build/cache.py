@@ -18,6 +18,7 @@ from pathlib import Path
 from occupancy.build.compilers import Build, Compiler, nvdisasm_path
 from occupancy.build.resources import CompileError, KernelResources
 from occupancy.core.version import __version__
+from occupancy.inputs.safety import note_input
 
 CACHE_FORMAT = 9  # what a cache entry holds; bump when KernelResources gains a field or what
 # fills one changes (4: PTX, 5: -rdc builds read from the device-linked image, 6: the SASS
@@ -67,6 +68,7 @@ def _deps_unchanged(deps: list[list[object]]) -> bool:
     """Every file the compiler read is as it was: same stat, or else same content."""
     for path, st, sha in deps:
         assert isinstance(path, str)
+        note_input(path)  # read by the cached build: an input of this run too
         if _stat(path) == st:
             continue
         if _sha(path) != sha:

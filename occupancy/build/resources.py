@@ -78,6 +78,7 @@ _SPILL = re.compile(r"(\d{1,12}) bytes stack frame, (\d{1,12}) bytes spill store
 _SMEM = re.compile(r"(\d{1,12}) bytes smem")
 _BARS = re.compile(r"used (\d{1,6}) barriers")
 _COMPILING_ARCH = re.compile(r"for '(sm_\w+)'")
+_TOO_LONG = re.compile(r"\d{13,}")  # over any count above (they read at most 12 digits)
 
 _NVLINK_PROPS = re.compile(r"nvlink info\s*:\s*Function properties for '([^'\s]+)'")
 _NVLINK_USED = re.compile(r"nvlink info\s*:\s*used (\d{1,6}) registers, used (\d{1,6}) barriers, "
@@ -93,7 +94,10 @@ def parse_ptxas_log(text: str, label: str = "ptxas log") -> LogSections:
     found: dict[tuple[str, str], dict[str, int]] = {}
     current: tuple[str, str] | None = None
     arch = ""
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
+        if _TOO_LONG.search(line) and any(w in line for w in ("bytes", "registers", "barriers")):
+            raise OccupancyError(f"{label or 'ptxas output'}: line {number}: a number of over 12 "
+                                 "digits where ptxas writes a resource count: not a ptxas log")
         m = _ENTRY.search(line)
         if m:
             arch = m.group(2)

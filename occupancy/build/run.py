@@ -32,6 +32,63 @@ _live: set[int] = set()  # process groups (= leader pids) of tools running now
 _stopping = False  # a signal arrived: compile threads start no new tool
 
 
+class ReadsDevice(OSError):
+    """A tool opened a FIFO, socket or device (an #include built from a macro reaches what
+    the include scan cannot see): it would wait or read without end."""
+
+
+POLL_S = 1.0  # how often a running tool's open files are looked at
+_HARMLESS = ("/dev/null", "/dev/urandom", "/dev/random")
+
+
+def _device_open(group: int) -> str | None:
+    """A FIFO, socket or device (not /dev/null or a random source) that a process of the
+    tool's group has open, from /proc (None elsewhere, or if none)."""
+    import stat
+
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                line = fh.read()
+            if int(line[line.rindex(b")") + 2:].split()[2]) != group:  # state, ppid, pgrp
+                continue
+            with open(f"/proc/{pid}/wchan", "rb") as fh:
+                if fh.read() in (b"wait_for_partner", b"fifo_open"):  # blocked opening a FIFO
+                    return _opening(pid) or "(a FIFO)"
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if not target.startswith("/") or target in _HARMLESS:
+                    continue  # pipe:[..], socket:[..], anon_inode:..
+                mode = os.stat(target).st_mode
+                if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+                        or stat.S_ISSOCK(mode):
+                    return target
+        except (OSError, ValueError, IndexError):
+            continue  # gone, not ours to read, or a deleted file
+    return None
+
+
+def _opening(pid: str) -> str | None:
+    """The path a process blocked in open/openat asks for (x86-64 or aarch64 numbers), read
+    from its memory; None where the system does not let us."""
+    try:
+        with open(f"/proc/{pid}/syscall", "rb") as fh:
+            nr, *args = fh.read().split()
+        at = {b"2": 0, b"257": 1, b"56": 1}.get(nr)  # open(path), openat(dirfd, path)
+        if at is None:
+            return None
+        with open(f"/proc/{pid}/mem", "rb") as mem:
+            mem.seek(int(args[at], 16))
+            raw = mem.read(4096)
+        return raw.split(b"\0", 1)[0].decode("utf-8", errors="replace") or None
+    except (OSError, ValueError, IndexError, OverflowError):
+        return None
+
+
 class Terminated(BaseException):
     """SIGTERM (or SIGHUP, the terminal closed) arrived: unwind (temporary folders go) and
     exit 128 + the signal."""
@@ -98,12 +155,30 @@ def run_tool(cmd: Sequence[str], *, timeout: float, memory: int = TOOL_MEMORY,
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
         try:
-            rc = proc.wait(timeout=timeout)
+            rc = _wait(proc, timeout)
         finally:
             _end_group(proc.pid)  # stragglers too, and everything on a timeout or a signal
             proc.wait()
             _live.discard(proc.pid)
         return subprocess.CompletedProcess(list(cmd), rc, _read(out), _read(err))
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int:
+    """The tool's exit status; TimeoutExpired after `timeout`, ReadsDevice as soon as a look
+    (every POLL_S) finds it holding a FIFO or device open."""
+    import subprocess
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return proc.wait(timeout=max(min(POLL_S, deadline - time.monotonic()), 0.001))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+        found = _device_open(proc.pid)
+        if found is not None:
+            raise ReadsDevice(errno.EPERM, found)  # strerror: the path
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:

@@ -21,6 +21,8 @@ specialization mirror need nothing but the standard library.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -339,7 +341,8 @@ class KernelRef:
         mod = None
         if self.module:
             try:
-                mod = importlib.import_module(self.module)
+                with contextlib.redirect_stdout(sys.stderr):  # stdout carries --json alone
+                    mod = importlib.import_module(self.module)
             except ImportError:
                 if not self.path:
                     raise
@@ -366,7 +369,12 @@ def load_function(path: str, name: str, what: str) -> Any:
         raise import_error(f"{what}: {path}", exc) from None
     if not callable(fn):
         raise OccupancyError(f"{what}: {path} has no function {name!r}")
-    return fn
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with contextlib.redirect_stdout(sys.stderr):  # what it prints: not onto --json
+            return fn(*args, **kwargs)
+    return call
 
 
 def _load_file(path: str) -> Any:
@@ -379,7 +387,8 @@ def _load_file(path: str) -> Any:
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    with contextlib.redirect_stdout(sys.stderr):  # what the module prints: not onto --json
+        spec.loader.exec_module(mod)
     _FILE_MODULES[path] = mod
     return mod
 

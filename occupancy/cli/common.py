@@ -194,9 +194,10 @@ class OneLineErrors(click.Group):
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         from occupancy.build.run import Terminated, install_signal_handlers
-        from occupancy.inputs.safety import one_line
+        from occupancy.inputs.safety import forget_inputs, one_line
 
         install_signal_handlers()
+        forget_inputs()  # -o may replace no file this run reads
         if sys.stdout is None:  # started with stdout closed (`occupancy ... >&-`)
             _stream_failed("standard output is closed")
         if not standalone_mode:

@@ -88,6 +88,9 @@ def tile(target: str, device: tuple[str, ...], kernel: str | None, size: int,
         if fmt == "kernel_tuner":
             raise InputError("--format kernel_tuner is for a tuning entry of a manifest "
                              "(MANIFEST --kernel NAME)")
+        if store:
+            raise InputError("--store is for a tuning entry of a manifest (MANIFEST --kernel "
+                             "NAME): a store keeps one entry's measured best, not a family's")
         specs = family_specs(target, size, problem_sets(sets))
     else:
         from occupancy.inputs.manifest.tuning import load_tuning

@@ -41,12 +41,12 @@ def cupy_module(what: str) -> Any:
     """Import CuPy and check a GPU answers; else GpuUnavailable naming the fix."""
     try:
         import cupy
+        count = cupy.cuda.runtime.getDeviceCount()
     except ImportError:
         raise GpuUnavailable(f"{what} {GPU_HINT}") from None
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:  # CUDARuntimeError, or a missing driver library
-        raise GpuUnavailable(f"{what} needs an NVIDIA GPU, and none answered: {exc}") from None
+    except Exception as exc:  # a CuPy that fails to load, CUDARuntimeError, no driver library
+        raise GpuUnavailable(f"{what} needs an NVIDIA GPU through CuPy, and none answered: "
+                             f"{inert(f'{type(exc).__name__}: {exc}'[:200])}") from None
     if count == 0:
         raise GpuUnavailable(f"{what} needs an NVIDIA GPU, and none was found")
     return cupy

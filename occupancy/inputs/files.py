@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from occupancy.core.errors import OccupancyError
+from occupancy.inputs.safety import note_input
 
 KIB, MIB = 1024, 1024 * 1024
 YAML_CAP = 1 * MIB  # profiles and manifests
@@ -48,8 +49,9 @@ def regular_file(path: Path) -> bool:
 
 
 def read_bytes(path: str | os.PathLike[str], error: type[Any], cap: int,
-               missing_hint: str, what: str = "file") -> bytes:
-    """The bytes of a regular file of at most `cap` bytes, or `error(message, path)`."""
+               missing_hint: str, what: str = "file", note: bool = True) -> bytes:
+    """The bytes of a regular file of at most `cap` bytes, or `error(message, path)`;
+    `note`: an input -o may not replace (False: a file the run updates, the --store)."""
     shown = display(path)
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; we refuse it right after.
@@ -67,6 +69,8 @@ def read_bytes(path: str | os.PathLike[str], error: type[Any], cap: int,
         if st.st_size > cap:
             raise error(f"the {what} is {st.st_size:,} B, over the {cap:,} B limit: "
                         f"give a smaller {what}", shown)
+        if note:
+            note_input(st)
         chunks, total = [], 0
         while True:
             chunk = os.read(fd, 1 << 20)
@@ -84,8 +88,8 @@ def read_bytes(path: str | os.PathLike[str], error: type[Any], cap: int,
 
 
 def read_text(path: str | os.PathLike[str], error: type[Any], cap: int, missing_hint: str,
-              what: str = "file") -> str:
-    data = read_bytes(path, error, cap, missing_hint, what)
+              what: str = "file", note: bool = True) -> str:
+    data = read_bytes(path, error, cap, missing_hint, what, note)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -160,9 +164,27 @@ def _positions(node: Any, prefix: Key, out: dict[Key, int]) -> None:
             _positions(item, path, out)
 
 
+JSON_INT_DIGITS = 18  # digits of the longest integer a JSON input may hold
+
+
+def json_int(text: str) -> int:
+    """`json.loads`' parse_int for the files a user hands over (records, stores, configs):
+    an integer of up to JSON_INT_DIGITS digits. A longer one is no count, size or time any
+    of them holds, and it overflows the float arithmetic that reads it (ValueError: the
+    callers' "not JSON")."""
+    if len(text.lstrip("-")) > JSON_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (at most {JSON_INT_DIGITS})")
+    return int(text)
+
+
 def parse_yaml(text: str, error: type[Any], shown: str) -> YamlDoc:
     """Parse YAML text as yaml.safe_load would, minus aliases, with key positions."""
-    loader = _SafeComposer(text)
+    try:
+        loader = _SafeComposer(text)  # its reader refuses control characters up front
+    except yaml.reader.ReaderError as exc:
+        code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or " ")
+        raise error(f"YAML cannot hold the control character #x{code:02x}: remove it", shown,
+                    text.count("\n", 0, max(exc.position, 0)) + 1) from None
     try:
         node = loader.get_single_node()
         if node is None:

@@ -219,6 +219,27 @@ def xml_text(text: str) -> str:
 
 # --- outputs -----------------------------------------------------------------------------
 
+# (device, inode) of every regular file this run has read as input: the files read here,
+# and the sources and headers the builds read (a header of a source is an input too).
+_READ: set[tuple[int, int]] = set()
+
+
+def note_input(path: str | os.PathLike[str] | os.stat_result) -> None:
+    """Remember a file this run reads (its stat, where the caller has one): -o may not
+    replace it."""
+    try:
+        st = path if isinstance(path, os.stat_result) else os.stat(path)
+    except (OSError, ValueError):
+        return
+    if stat.S_ISREG(st.st_mode):
+        _READ.add((st.st_dev, st.st_ino))
+
+
+def forget_inputs() -> None:
+    """A new run (the CLI's start): no file read yet."""
+    _READ.clear()
+
+
 
 def _same_file(a: Path, b: Path) -> bool:
     try:
@@ -229,12 +250,17 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def check_output(path: str, inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
     """Where -o may write: a regular file (or a new one) in an existing folder, never one of
-    this run's inputs. Device nodes, FIFOs and folders are refused."""
+    this run's inputs. Device nodes, FIFOs, folders and symbolic links are refused (the
+    rename that writes the whole file would replace the link itself: -o /dev/stdout, a
+    link to /proc/self/fd/1, would become a file)."""
     if "\x00" in path:
         raise OccupancyError("-o: the path contains a NUL byte")
     target = Path(path)
     shown = inert(path)
     try:
+        if stat.S_ISLNK(os.lstat(target).st_mode):
+            raise OccupancyError(f"-o {shown}: a symbolic link; give the file itself, or leave "
+                                 "-o out to print")
         st = os.stat(target)
     except FileNotFoundError:
         st = None
@@ -247,6 +273,9 @@ def check_output(path: str, inputs: Iterable[str | os.PathLike[str]] = ()) -> Pa
         if st is not None and _same_file(target, Path(inp)):
             raise OccupancyError(f"-o {shown}: that is an input of this run "
                                  f"({inert(os.fspath(inp))}); write the output elsewhere")
+    if st is not None and (st.st_dev, st.st_ino) in _READ:
+        raise OccupancyError(f"-o {shown}: this run read that file (a source, header, profile "
+                             "or record); write the output elsewhere")
     parent = target.parent  # Path("x").parent is Path("."), never empty
     if not parent.is_dir():
         raise OccupancyError(f"-o {shown}: the directory {inert(str(parent))} does not exist")

@@ -48,8 +48,10 @@ def _check_entry(size: str, entry: Any, path: str) -> dict[str, int]:
 
 def parse_config_file(text: str, path: str) -> dict[int, dict[str, int]]:
     """{M: config} from a config file's text; ConfigFileError (one line) if malformed."""
+    from occupancy.inputs.files import json_int
+
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=json_int)
     except ValueError as e:
         line = getattr(e, "lineno", None)
         msg = getattr(e, "msg", str(e))

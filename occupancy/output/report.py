@@ -105,12 +105,12 @@ def _check_record(data: object, where: str) -> MeasureRecord:
 
 def load_measured(path: str) -> MeasureRecord:
     """A `measure --json` / `-o` record, validated key by key."""
-    from occupancy.inputs.files import LOG_CAP, read_text
+    from occupancy.inputs.files import LOG_CAP, json_int, read_text
 
     text = read_text(path, _RecordError, LOG_CAP, "write one with occupancy measure -o FILE",
                      "measure record")
     try:
-        data = json.loads(text, parse_constant=lambda c: float("nan"))
+        data = json.loads(text, parse_constant=lambda c: float("nan"), parse_int=json_int)
     except (ValueError, RecursionError) as exc:
         raise OccupancyError(f"--measured {inert(path)}: not JSON: {exc}") from None
     return _check_record(data, f"--measured {inert(path)}")

@@ -66,7 +66,7 @@ def read_store(path: str) -> dict[str, Any]:
     """A `measure --store` file: {"entries": {key: {...}}}; a missing file is empty."""
     import json
 
-    from occupancy.inputs.files import LOG_CAP, read_text
+    from occupancy.inputs.files import LOG_CAP, json_int, read_text
 
     if not os.path.exists(path):
         return {"entries": {}}
@@ -75,9 +75,9 @@ def read_store(path: str) -> dict[str, Any]:
         prefix = "--store "
 
     text = read_text(path, _StoreError, LOG_CAP, "a store written by occupancy measure --store",
-                     "store")
+                     "store", note=False)  # measure --store writes it back
     try:
-        data = json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=_no_constant, parse_int=json_int)
     except (ValueError, RecursionError) as exc:
         raise OccupancyError(f"--store {inert(path)}: not JSON: {inert(str(exc)[:120])}") from None
     if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):

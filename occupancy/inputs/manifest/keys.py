@@ -178,8 +178,33 @@ class Defaults:
         self.compilers = parse_compilers(doc.data.get("compilers", {}), base, doc.line("compilers"))
 
 
+# A manifest is written by whoever wrote the repository, so `compilers:` may name the nvcc of
+# a CUDA install only (one the system put there, or the user's own): never a program of the
+# repository's. The user's leave (this variable set to 1) lifts that, for a toolkit elsewhere.
+TRUST_COMPILERS = "OCCUPANCY_TRUST_COMPILERS"
+_INSTALLED = re.compile(r"/(usr/local|opt)/cuda(-[0-9][0-9.]*)?/bin/nvcc")
+
+
+def _installed_nvcc(q: Path) -> bool:
+    """Whether `q` is a CUDA install's nvcc: /usr/local/cuda[-X.Y]/bin/nvcc, /opt/cuda...,
+    $CUDA_HOME's or $CUDA_PATH's, or the nvcc on PATH (links followed)."""
+    import os
+    import shutil
+
+    real = os.path.realpath(q)
+    if _INSTALLED.fullmatch(real):
+        return True
+    mine = [os.path.join(os.environ[v], "bin", "nvcc") for v in ("CUDA_HOME", "CUDA_PATH")
+            if os.environ.get(v)]
+    on_path = shutil.which("nvcc")
+    return any(os.path.realpath(x) == real for x in (*mine, *([on_path] if on_path else [])))
+
+
 def parse_compilers(v: Any, base: Path, line: int | None) -> dict[str, str]:
-    """`compilers: {sm_61: /usr/local/cuda-12.4/bin/nvcc}`: the nvcc that builds an arch."""
+    """`compilers: {sm_61: /usr/local/cuda-12.4/bin/nvcc}`: the nvcc that builds an arch (a
+    CUDA install's, or anywhere with the user's leave: TRUST_COMPILERS)."""
+    import os
+
     if not isinstance(v, dict) or not all(isinstance(k, str) and re.fullmatch(r"sm_\d{2,3}[af]?", k)
                                           and isinstance(p, str) and p and "\x00" not in p
                                           for k, p in v.items()):
@@ -190,6 +215,11 @@ def parse_compilers(v: Any, base: Path, line: int | None) -> dict[str, str]:
         q = beside(base, path)
         if not regular_file(q):
             raise EntryError(f"compilers.{arch}: no such file {inert(str(q))}", line)
+        if not _installed_nvcc(q) and os.environ.get(TRUST_COMPILERS) != "1":
+            raise EntryError(f"compilers.{arch}: {inert(str(q))} is not the nvcc of a CUDA "
+                             "install (/usr/local/cuda-X.Y/bin/nvcc, $CUDA_HOME's, the one on "
+                             "PATH), and a manifest may not pick another program to run: set "
+                             f"{TRUST_COMPILERS}=1 if you trust it", line)
         out[arch] = str(q)
     return out
 

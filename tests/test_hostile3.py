@@ -1,0 +1,178 @@
+"""Hostile input, round 3 (an audit of 2026-12-04): a manifest that names its own compiler,
+-o over a file the run read (a header, a linked source, a profile's parent) or through a
+symbolic link, control characters in YAML, integers no record holds, an #include built
+from a macro that reaches a FIFO, prints of a user's Python module on --json's stdout, a
+ptxas log's overlong numbers, and a CuPy that fails to import."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_hostile import one_error_line, run
+
+PROFILE_PARENT = "extends: h200\nname: parent of a test profile\n"
+
+
+def test_a_manifest_cannot_pick_a_program_to_run(tmp_path: Path) -> None:
+    """`compilers:` naming a script of the repository's own is refused before anything
+    runs; the user's leave (OCCUPANCY_TRUST_COMPILERS=1) lets it run."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    evil = tools / "nvcc"
+    evil.write_text(f"#!/bin/sh\necho ran > {tmp_path / 'RAN'}\nexit 1\n")
+    evil.chmod(evil.stat().st_mode | stat.S_IEXEC)
+    (tools / "ptxas").write_text("")
+    (tmp_path / "k.cu").write_text("__global__ void k(float* a) { a[0] = 1; }\n")
+    (tmp_path / "m.yaml").write_text("devices: [v100]\ncompilers: {sm_70: tools/nvcc}\n"
+                                     "kernels:\n  - {name: k, source: k.cu, block: 256}\n")
+    r, _ = run(["check", "m.yaml"], tmp_path)
+    one_error_line(r)
+    assert "compilers.sm_70" in r.stderr and "OCCUPANCY_TRUST_COMPILERS=1" in r.stderr
+    assert not (tmp_path / "RAN").exists()
+    r, _ = run(["check", "m.yaml"], tmp_path, env={"OCCUPANCY_TRUST_COMPILERS": "1"})
+    assert (tmp_path / "RAN").exists()  # the leave given: the named program is the compiler
+
+
+def _write_profiles(tmp_path: Path) -> None:
+    (tmp_path / "parent.yaml").write_text(PROFILE_PARENT)
+    (tmp_path / "child.yaml").write_text("extends: ./parent.yaml\nname: child\n")
+
+
+def test_o_never_replaces_a_profile_s_parent_or_follows_a_link(tmp_path: Path) -> None:
+    _write_profiles(tmp_path)
+    (tmp_path / "m.yaml").write_text("devices: [child.yaml]\nkernels:\n"
+                                     "  - {name: k, registers: 32, block: 256}\n")
+    r, _ = run(["check", "m.yaml", "-o", "parent.yaml"], tmp_path)
+    one_error_line(r)
+    assert "this run read that file" in r.stderr
+    assert (tmp_path / "parent.yaml").read_text() == PROFILE_PARENT
+    # a symbolic link is refused, not replaced by a file (-o /dev/stdout would become one)
+    (tmp_path / "target.txt").write_text("keep")
+    (tmp_path / "out.txt").symlink_to("target.txt")
+    r, _ = run(["check", "m.yaml", "-o", "out.txt"], tmp_path)
+    one_error_line(r)
+    assert "symbolic link" in r.stderr
+    assert (tmp_path / "out.txt").is_symlink() and (tmp_path / "target.txt").read_text() == "keep"
+    r, _ = run(["check", "m.yaml", "-o", "report.txt"], tmp_path)  # elsewhere: written
+    assert r.returncode == 0 and (tmp_path / "report.txt").read_text().strip()
+
+
+@pytest.mark.slow
+def test_o_never_replaces_a_header_or_a_linked_source(tmp_path: Path) -> None:
+    """The files the compiler read are inputs too, compiled now or found in the cache."""
+    from occupancy.build.compilers import nvcc_path
+
+    if nvcc_path() is None:
+        pytest.skip("nvcc not found")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "hdr.h").write_text("#define SCALE 2.0f\n")
+    (tmp_path / "k.cu").write_text('#include "hdr.h"\n__device__ float twice(float);\n'
+                                   "__global__ void k(float* a) { a[0] = twice(SCALE); }\n")
+    (tmp_path / "src" / "other.cu").write_text("__device__ float twice(float x) { return 2 * x; }\n")
+    (tmp_path / "m.yaml").write_text(
+        "devices: [h200]\nkernels:\n  - {name: k, source: k.cu, block: 256, "
+        "flags: [-rdc=true], link: [src/other.cu]}\n")
+    before = {p: p.read_text() for p in (tmp_path / "hdr.h", tmp_path / "src" / "other.cu")}
+    for _ in range(2):  # compiled, then from the cache
+        for target in ("hdr.h", "src/other.cu"):
+            r, _ = run(["check", "m.yaml", "-o", target], tmp_path, timeout=300)
+            one_error_line(r)
+            assert "this run read that file" in r.stderr
+    assert {p: p.read_text() for p in before} == before
+
+
+@pytest.mark.parametrize("text", ["devices: [h200]\nkernels:\n  - name: \x00\n",
+                                  "devices: [h200]\nkernels:\n  - name: k\x1b[31m\n",
+                                  "name: x\n\x01limits: {}\n"])
+def test_control_characters_in_yaml_are_one_line(tmp_path: Path, text: str) -> None:
+    (tmp_path / "m.yaml").write_text(text)
+    r, _ = run(["check", "m.yaml"], tmp_path)
+    one_error_line(r)
+    assert "control character" in r.stderr and "line " in r.stderr
+    r, _ = run(["calc", "-d", "m.yaml", "-t", "256"], tmp_path)
+    one_error_line(r)
+
+
+def test_integers_no_record_holds_are_refused(tmp_path: Path) -> None:
+    big = "9" * 400
+    (tmp_path / "rec.json").write_text('{"kernel": "k", "results": [{"median_ms": ' + big + "}]}")
+    r, _ = run(["report", "-d", "h200", "--measured", "rec.json", "-o", "r.html"], tmp_path)
+    one_error_line(r)
+    assert "400 digits" in r.stderr and not (tmp_path / "r.html").exists()
+    (tmp_path / "store.json").write_text('{"entries": {"k": {"params": {"T": ' + big
+                                         + '}, "median_ms": 1.0}}}')
+    r, _ = run(["tile", "matmul", "-d", "h200", "-n", "256", "--store", "store.json"], tmp_path)
+    one_error_line(r)  # a shipped family keeps no store: said, not ignored
+    assert "--store is for a tuning entry" in r.stderr
+    (tmp_path / "k.cu").write_text("__global__ void k(float* a) { a[threadIdx.x] = 1; }\n")
+    (tmp_path / "t.yaml").write_text("devices: [h200]\nkernels:\n  - {name: k, source: k.cu, "
+                                     "space: {T: [64, 128]}, block: T, grid: 4}\n")
+    r, _ = run(["tile", "t.yaml", "--kernel", "k", "-d", "h200", "--store", "store.json"], tmp_path)
+    one_error_line(r)  # read before any compile
+    assert "--store" in r.stderr and "400 digits" in r.stderr
+
+
+@pytest.mark.slow
+def test_an_include_built_from_a_macro_that_reaches_a_fifo_ends_at_once(tmp_path: Path) -> None:
+    """The include scan reads literal #includes only; a macro's reaches the compiler, which
+    would wait 300 s to open the FIFO. The tool sees it blocked there and stops it."""
+    from occupancy.build.compilers import nvcc_path
+
+    if nvcc_path() is None or not os.path.isdir("/proc"):
+        pytest.skip("nvcc or /proc not here")
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    (tmp_path / "k.cu").write_text(f'#define F "{fifo}"\n#include F\n'
+                                   "__global__ void k(float* a) { a[0] = 1; }\n")
+    (tmp_path / "m.yaml").write_text("devices: [h200]\nkernels:\n"
+                                     "  - {name: k, source: k.cu, block: 256}\n")
+    r, wall = run(["check", "m.yaml", "--format", "json"], tmp_path, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"opened {fifo}, a FIFO or device" in r.stdout  # the verdict's problem, in JSON
+    assert wall < 60
+
+
+def test_a_user_module_s_prints_stay_off_stdout(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """What a manifest's Python prints, at import or when called (a reference, an inputs
+    maker), goes to stderr: stdout carries --json alone."""
+    from occupancy.build.triton import load_function
+
+    mod = tmp_path / "noisy_mod.py"
+    mod.write_text("print('at import')\ndef make(n):\n    print('called')\n    return n + 1\n")
+    fn = load_function(str(mod), "make", "inputs")
+    assert fn(2) == 3
+    out = capsys.readouterr()
+    assert out.out == "" and "at import" in out.err and "called" in out.err
+
+
+def test_a_ptxas_log_s_overlong_number_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "k.log").write_text(
+        "ptxas info    : Compiling entry function 'saxpy' for 'sm_80'\n"
+        "ptxas info    : Function properties for saxpy\n"
+        "    0 bytes stack frame, 1000000000000 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 40 registers, 1000000004096 bytes smem, 380 bytes cmem[0]\n")
+    (tmp_path / "m.yaml").write_text("devices: [a100]\nkernels:\n"
+                                     "  - {name: saxpy, ptxas_log: k.log, block: 256, no_spills: true}\n")
+    r, _ = run(["check", "m.yaml", "--format", "json"], tmp_path)
+    assert r.returncode == 2 and "over 12 digits" in r.stdout
+    r, _ = run(["resources", "k.log"], tmp_path)
+    one_error_line(r)
+
+
+def test_a_cupy_that_fails_to_import_is_one_line(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from occupancy.gpu.measure import GpuUnavailable, cupy_module
+
+    (tmp_path / "cupy").mkdir()
+    (tmp_path / "cupy" / "__init__.py").write_text("raise RuntimeError('broken\\nbuild')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    with pytest.raises(GpuUnavailable) as info:
+        cupy_module("measure")
+    assert "RuntimeError" in str(info.value) and "\n" not in str(info.value)
