@@ -515,3 +515,63 @@ def test_a_multi_arch_relocatable_fatbin_is_linked_per_arch(tmp_path: Path) -> N
         _, _, log = rdc_by_hand(arch, [RDC / MM], tmp_path, "-DNO_SCALED_COPY")
         assert {k: (v.registers_per_thread, v.static_shared_memory)
                 for k, v in img.sass[arch].items()} == nvlink_says(log, arch), arch
+
+
+# --- what an audit on public code found (2026-12-04) -------------------------------------------
+
+CALLS = """struct B { __device__ virtual float f(float x) { return x; } };
+struct D : B {
+  __device__ float f(float x) override {
+    float b[8];
+    for (int i = 0; i < 8; i++) b[i] = x * i;
+    return b[(int)x & 7];
+  }
+};
+__global__ void v(float* a) {
+  D d;
+  B* p = (threadIdx.x & 1) ? (B*)&d : new B();
+  a[threadIdx.x] = p->f(a[0]);
+}
+"""
+
+
+def test_the_stack_counts_what_a_kernel_calls(tmp_path: Path) -> None:
+    """The stack column is the kernel's with its callees' frames: ptxas' "cumulative stack
+    size" (a log; the kernel's own frame alone was 0 for cuda-samples' newdelete kernels
+    that need 8-32 B), and in a binary the larger of the frame and EIATTR_MIN_STACK_SIZE
+    (a device-linked image's final stack; in this object both say the cumulative size)."""
+    from occupancy.build.resources import parse_ptxas_log
+
+    log = ("ptxas info    : Compiling entry function '_Z4k' for 'sm_90'\n"
+           "ptxas info    : Function properties for _Z4k\n"
+           "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+           "ptxas info    : Used 27 registers, used 0 barriers, 32 bytes cumulative stack size\n")
+    assert parse_ptxas_log(log)["sm_90"]["_Z4k"].stack_frame_bytes == 32
+    need(nvcc_path(), "nvcc")
+    src = tmp_path / "calls.cu"
+    src.write_text(CALLS)
+    (res,) = compile_build(make_build(src, "sm_90")).values()
+    out = subprocess.run([str(nvcc_path()), "-arch=sm_90", "-c", "-Xptxas", "-v", str(src), "-o",
+                          str(tmp_path / "calls.o")], capture_output=True, text=True, check=True)
+    own = int(re.search(r"(\d+) bytes stack frame", out.stderr).group(1))  # type: ignore[union-attr]
+    cumulative = int(re.search(r"(\d+) bytes cumulative stack size", out.stderr).group(1))  # type: ignore[union-attr]
+    assert cumulative > own and res.stack_frame_bytes == cumulative  # the callee's frame counts
+    img = read_binary(str(tmp_path / "calls.o"), "calls.o", (tmp_path / "calls.o").read_bytes())
+    assert [r.stack_frame_bytes for r in img.sass["sm_90"].values()] == [cumulative]
+
+
+def test_a_header_of_kernels_compiles_and_a_file_without_one_says_so(tmp_path: Path) -> None:
+    """nvcc knows a source by its suffix: a .cuh of kernels is compiled as CUDA (`-x cu`);
+    a .cu with no kernel is an error naming it, as a binary without one is."""
+    from click.testing import CliRunner
+
+    from occupancy.cli import main
+
+    need(nvcc_path(), "nvcc")
+    (tmp_path / "k.cuh").write_text("__global__ void twice(float* a) { a[threadIdx.x] *= 2; }\n")
+    (tmp_path / "none.cu").write_text("__device__ float same(float x) { return x; }\n")
+    r = CliRunner().invoke(main, ["resources", str(tmp_path / "k.cuh"), "-d", "h200", "--json"])
+    assert r.exit_code == 0, r.output
+    assert "twice" in r.stdout
+    r = CliRunner().invoke(main, ["resources", str(tmp_path / "none.cu"), "-d", "h200"])
+    assert r.exit_code == 2 and "no kernels found" in r.stderr  # type: ignore[attr-defined]

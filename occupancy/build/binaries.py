@@ -134,11 +134,16 @@ def parse_cubin(data: bytes) -> Cubin:
     for sec_name, sec in named:
         if sec_name == ".nv.info":
             for attr, val in _records(body(sec)):
-                if attr in (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE) and len(val) >= 8:
+                if attr in (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE, EIATTR_MIN_STACK_SIZE) \
+                        and len(val) >= 8:
                     sym, value = struct.unpack_from("<II", val)
                     fn = symbols.get(sym)
-                    if fn is not None:
-                        (regs if attr == EIATTR_REGCOUNT else frames)[fn] = value
+                    if fn is None:
+                        continue
+                    if attr == EIATTR_REGCOUNT:
+                        regs[fn] = value
+                    else:  # the stack: its own frame, or with its callees' (MIN_STACK_SIZE)
+                        frames[fn] = max(frames.get(fn, 0), value)
         elif sec_name.startswith(".nv.info."):
             per_fn[sec_name[len(".nv.info."):]] = _records(body(sec))
         elif sec_name.startswith(".nv.shared.") and not sec_name.startswith(".nv.shared.reserved"):

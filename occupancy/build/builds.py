@@ -172,7 +172,9 @@ def _nvcc_source_args(build: Build, source: str) -> list[str]:
     """What shapes the translation unit on an nvcc command line: flags, include folders,
     defines, the source (nvcc -cubin and nvcc -E preprocess alike with these)."""
     return [*nvcc_flags(build.flags), *[f"-I{d}" for d in build.include_dirs],
-            *[f"-D{k}={_nvcc_list_item(v)}" for k, v in build.defines], source]
+            *[f"-D{k}={_nvcc_list_item(v)}" for k, v in build.defines],
+            # nvcc knows a source by its suffix: a header of kernels (.cuh, .h) is CUDA too
+            *([] if source.endswith(".cu") else ["-x", "cu"]), source]
 
 
 _MARKER = re.compile(rb'^# \d+ "((?:[^"\\\n]|\\.)*)"', re.MULTILINE)

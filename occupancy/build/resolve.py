@@ -166,6 +166,9 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
             found = compile_build(make_build(path, arch, shown=shown, include_dirs=include_dirs,
                                              flags=flags, defines=defines))
             out += [ListedKernel(shown, arch, r) for r in found.values()]
+        if not out:  # as a binary without kernels is: said, not an empty table
+            raise OccupancyError(f"{inert(shown)}: no kernels found (no __global__ function "
+                                 "compiled): give the file that defines them")
         return out
     data = read_bytes(path, FileError, LOG_CAP, "give a .cu, ptxas log, cubin, fatbin, "
                       "executable or library", "file")

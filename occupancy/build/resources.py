@@ -77,6 +77,8 @@ _SPILL = re.compile(r"(\d{1,12}) bytes stack frame, (\d{1,12}) bytes spill store
                     r"(\d{1,12}) bytes spill loads")
 _SMEM = re.compile(r"(\d{1,12}) bytes smem")
 _BARS = re.compile(r"used (\d{1,6}) barriers")
+# the frames of the kernel and of what it calls (ptxas -v; cuobjdump's STACK): the stack
+_CUMULATIVE = re.compile(r"(\d{1,12}) bytes cumulative stack size")
 _COMPILING_ARCH = re.compile(r"for '(sm_\w+)'")
 _TOO_LONG = re.compile(r"\d{13,}")  # over any count above (they read at most 12 digits)
 
@@ -125,12 +127,15 @@ def parse_ptxas_log(text: str, label: str = "ptxas log") -> LogSections:
             bars = _BARS.search(rest)
             found[current].update(regs=int(m.group(1)), smem=int(smem.group(1)) if smem else 0,
                                   bars=int(bars.group(1)) if bars else 0)
+            if cumulative := _CUMULATIVE.search(rest):
+                found[current]["total_stack"] = int(cumulative.group(1))
     sections: LogSections = {}
     for (arch, name), v in found.items():
         if "regs" not in v:
             continue
         sections.setdefault(arch, {})[name] = KernelResources(
-            name, v["regs"], v.get("smem", 0), v.get("bars", 0), v.get("stack", 0),
+            name, v["regs"], v.get("smem", 0), v.get("bars", 0),
+            max(v.get("stack", 0), v.get("total_stack", 0)),
             v.get("stores", 0), v.get("loads", 0), None, f"{label} {arch}".strip())
     return _with_nvlink(text, sections, label)
 
