@@ -575,3 +575,25 @@ def test_a_header_of_kernels_compiles_and_a_file_without_one_says_so(tmp_path: P
     assert "twice" in r.stdout
     r = CliRunner().invoke(main, ["resources", str(tmp_path / "none.cu"), "-d", "h200"])
     assert r.exit_code == 2 and "no kernels found" in r.stderr  # type: ignore[attr-defined]
+
+
+def test_resources_estimates_below_sm_50_as_check_does(tmp_path: Path) -> None:
+    """`-d k20c` (sm_35, which no compiler here targets) lists sm_50's figures marked as an
+    estimate, as `check` does, and does not sink the other devices' rows."""
+    import json
+
+    from click.testing import CliRunner
+
+    from occupancy.cli import main
+
+    (tmp_path / "k.cu").write_text("__global__ void twice(float* a) { a[threadIdx.x] *= 2; }\n")
+    r = CliRunner().invoke(main, ["resources", str(tmp_path / "k.cu"), "-d", "k20c", "-d", "t4",
+                                  "--json"])
+    if r.exit_code == 2 and "no compiler" in r.stderr:  # type: ignore[attr-defined]
+        pytest.skip("no compiler for sm_50 or sm_75 here")
+    assert r.exit_code == 0, r.output
+    rows = {k["arch"]: k for k in json.loads(r.stdout)}
+    assert set(rows) == {"sm_35", "sm_75"}
+    assert rows["sm_35"]["resources_source"].startswith("estimate (")
+    assert "no compiler targets sm_35" in rows["sm_35"]["resources_source"]
+    assert not rows["sm_75"]["resources_source"].startswith("estimate")
