@@ -597,3 +597,33 @@ def test_resources_estimates_below_sm_50_as_check_does(tmp_path: Path) -> None:
     assert rows["sm_35"]["resources_source"].startswith("estimate (")
     assert "no compiler targets sm_35" in rows["sm_35"]["resources_source"]
     assert not rows["sm_75"]["resources_source"].startswith("estimate")
+
+
+def test_the_starter_manifest_keeps_two_kernels_of_one_name(tmp_path: Path) -> None:
+    """An extern "C" vectorAdd beside a C++ one (a kept log of cuda-samples' two builds):
+    --manifest writes an entry for each, the C++ one by its mangled name, and check passes
+    both at their own registers (one entry took the name of both before)."""
+    from click.testing import CliRunner
+
+    from occupancy.cli import main
+
+    log = tmp_path / "two.log"
+    log.write_text(
+        "ptxas info    : Compiling entry function '_Z9vectorAddPKfS0_Pfi' for 'sm_90'\n"
+        "ptxas info    : Function properties for _Z9vectorAddPKfS0_Pfi\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 15 registers, used 0 barriers\n"
+        "ptxas info    : Compiling entry function 'vectorAdd' for 'sm_90'\n"
+        "ptxas info    : Function properties for vectorAdd\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 12 registers, used 0 barriers\n")
+    r = CliRunner().invoke(main, ["resources", str(log), "-d", "h200", "--manifest"])
+    assert r.exit_code == 0, r.output
+    (tmp_path / "m.yaml").write_text(r.stdout)
+    assert 'function: "_Z9vectorAddPKfS0_Pfi"' in r.stdout and 'function: "vectorAdd"' in r.stdout
+    r = CliRunner().invoke(main, ["check", str(tmp_path / "m.yaml"), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    import json
+
+    got = sorted(v["registers_per_thread"] for v in json.loads(r.stdout)["results"])
+    assert got == [12, 15]

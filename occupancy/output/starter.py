@@ -21,26 +21,33 @@ def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str],
 
     from occupancy.build.names import qualified_name
 
-    seen: dict[tuple[str, str], None] = {}
+    by_name: dict[tuple[str, str], dict[str, None]] = {}
     for k in listed:
-        seen.setdefault((k.file, qualified_name(k.resources.demangled or k.resources.function)))
+        qual = qualified_name(k.resources.demangled or k.resources.function)
+        by_name.setdefault((k.file, qual), {})[k.resources.function] = None
+    # one entry a kernel: where two kernels of a file share a name (an extern "C" vectorAdd
+    # beside a C++ one, overloads), each is named by its mangled symbol, which check matches
+    seen: dict[tuple[str, str, str], None] = {}
+    for (file, qual), mangled in by_name.items():
+        for fn in (mangled if len(mangled) > 1 else [qual]):
+            seen.setdefault((file, fn, qual))
     key = {".cu": "source", ".cuh": "source", ".cpp": "source", ".cc": "source"}
     lines = ["# Starter manifest from `occupancy resources --manifest`: set each kernel's block",
              "# (threads per block at launch) and its dynamic shared memory, then run",
              "#   occupancy check THIS_FILE",
              f"devices: {json.dumps(list(devices) or ['a100', 'h100'])}",
              "min_occupancy: 0.25"]
-    if any(f.endswith(tuple(key)) for f, _ in seen):
+    if any(f.endswith(tuple(key)) for f, _, _ in seen):
         if include_dirs:
             lines.append(f"include_dirs: {json.dumps([os.path.abspath(d) for d in include_dirs])}")
         if flags:
             lines.append(f"flags: {json.dumps(list(flags))}")
     lines.append("kernels:")
     names: set[str] = set()
-    for file, fn in seen:
+    for file, fn, qual in seen:
         kind = next((v for s, v in key.items() if file.endswith(s)),
                     "ptxas_log" if file.endswith((".log", ".txt")) else "cubin")
-        base = fn.split("::")[-1]
+        base = qual.split("::")[-1]
         name = re.sub(r"_+", "_", re.sub(r"\W", "_", base)).strip("_") or "kernel"
         unique, n = name, 2
         while unique in names:
