@@ -240,7 +240,6 @@ def forget_inputs() -> None:
     _READ.clear()
 
 
-
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
