@@ -78,10 +78,11 @@ def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None,
                      stdin=stdin)
     except subprocess.TimeoutExpired:
         raise CompileTimeout(f"{inert(build.shown)}: {what} did not finish in {TIMEOUT_S} s") from None
-    except ReadsDevice as exc:  # an #include the scan could not follow (a macro's)
-        raise CompileError(f"{inert(build.shown)} for {build.arch}: {what} opened "
-                           f"{inert(exc.strerror or '')}, a FIFO or device, not a source file "
-                           "(an #include names it, perhaps through a macro)") from None
+    except ReadsDevice as exc:  # an #include the scan could not follow (a macro's); like a
+        # timeout never cached: the next run may find a file there
+        raise CompileTimeout(f"{inert(build.shown)} for {build.arch}: {what} stopped: it opened "
+                             f"{inert(exc.strerror or 'a FIFO')}, which no compile ends on (an "
+                             "#include names it, perhaps through a macro)") from None
     except OSError as exc:
         raise CompilerUnavailable(f"{what} cannot run: {exc.strerror}") from None
     if r.returncode != 0:

@@ -80,7 +80,10 @@ _BARS = re.compile(r"used (\d{1,6}) barriers")
 # the frames of the kernel and of what it calls (ptxas -v; cuobjdump's STACK): the stack
 _CUMULATIVE = re.compile(r"(\d{1,12}) bytes cumulative stack size")
 _COMPILING_ARCH = re.compile(r"for '(sm_\w+)'")
-_TOO_LONG = re.compile(r"\d{13,}")  # over any count above (they read at most 12 digits)
+# a count over the 12 digits the patterns above read, where ptxas writes a count (a
+# compiler warning that quotes a source line with a long number is no count)
+_TOO_LONG = re.compile(r"^\s*(?:ptxas info\s*:.*?|)\b\d{13,} (?:bytes|registers|barriers)\b"
+                       r"|^\s*ptxas info\s*:.*\bused \d{13,} barriers")
 
 _NVLINK_PROPS = re.compile(r"nvlink info\s*:\s*Function properties for '([^'\s]+)'")
 _NVLINK_USED = re.compile(r"nvlink info\s*:\s*used (\d{1,6}) registers, used (\d{1,6}) barriers, "
@@ -97,7 +100,7 @@ def parse_ptxas_log(text: str, label: str = "ptxas log") -> LogSections:
     current: tuple[str, str] | None = None
     arch = ""
     for number, line in enumerate(text.splitlines(), 1):
-        if _TOO_LONG.search(line) and any(w in line for w in ("bytes", "registers", "barriers")):
+        if _TOO_LONG.search(line):
             raise OccupancyError(f"{label or 'ptxas output'}: line {number}: a number of over 12 "
                                  "digits where ptxas writes a resource count: not a ptxas log")
         m = _ENTRY.search(line)

@@ -33,17 +33,19 @@ _stopping = False  # a signal arrived: compile threads start no new tool
 
 
 class ReadsDevice(OSError):
-    """A tool opened a FIFO, socket or device (an #include built from a macro reaches what
-    the include scan cannot see): it would wait or read without end."""
+    """A tool opened a FIFO or socket (an #include built from a macro reaches what the
+    include scan cannot see): it would wait without end. (A device it reads without end,
+    /dev/zero, ends on the memory limit.)"""
 
 
-POLL_S = 1.0  # how often a running tool's open files are looked at
+POLL_S = 1.0  # the first look at a running tool's open files; the wait doubles up to POLL_MAX_S
+POLL_MAX_S = 8.0
 _HARMLESS = ("/dev/null", "/dev/urandom", "/dev/random")
 
 
 def _device_open(group: int) -> str | None:
-    """A FIFO, socket or device (not /dev/null or a random source) that a process of the
-    tool's group has open, from /proc (None elsewhere, or if none)."""
+    """A FIFO or socket that a process of the tool's group has open, or is blocked opening,
+    from /proc (None elsewhere, or if none)."""
     import stat
 
     try:
@@ -58,14 +60,13 @@ def _device_open(group: int) -> str | None:
                 continue
             with open(f"/proc/{pid}/wchan", "rb") as fh:
                 if fh.read() in (b"wait_for_partner", b"fifo_open"):  # blocked opening a FIFO
-                    return _opening(pid) or "(a FIFO)"
+                    return _opening(pid) or "a FIFO"
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 target = os.readlink(f"/proc/{pid}/fd/{fd}")
                 if not target.startswith("/") or target in _HARMLESS:
                     continue  # pipe:[..], socket:[..], anon_inode:..
                 mode = os.stat(target).st_mode
-                if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
-                        or stat.S_ISSOCK(mode):
+                if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
                     return target
         except (OSError, ValueError, IndexError):
             continue  # gone, not ours to read, or a deleted file
@@ -170,12 +171,14 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int:
     import time
 
     deadline = time.monotonic() + timeout
+    poll = POLL_S
     while True:
         try:
-            return proc.wait(timeout=max(min(POLL_S, deadline - time.monotonic()), 0.001))
+            return proc.wait(timeout=max(min(poll, deadline - time.monotonic()), 0.001))
         except subprocess.TimeoutExpired:
             if time.monotonic() >= deadline:
                 raise
+        poll = min(2 * poll, POLL_MAX_S)  # a long compile is looked at less often
         found = _device_open(proc.pid)
         if found is not None:
             raise ReadsDevice(errno.EPERM, found)  # strerror: the path

@@ -50,6 +50,7 @@ from occupancy.build.workers import run_jobs
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.core.solver import OccupancyResult, solve
+from occupancy.inputs.safety import note_input
 
 __all__ = ["CompileStats", "IntArg", "KernelRef", "Pointer", "Specialization", "TritonConfig",
            "TritonKernel", "call_from_signature", "canonical_dtype", "compile_configs",
@@ -382,6 +383,7 @@ def _load_file(path: str) -> Any:
         return _FILE_MODULES[path]
     if not os.path.isfile(path):
         raise OccupancyError(f"{path}: no such file")
+    note_input(path)  # -o may not replace it
     name = "_occupancy_triton_" + hashlib.sha256(path.encode()).hexdigest()[:16]
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None

@@ -83,6 +83,10 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
         if target in ("matmul", "transpose", "all") and kernel is None:
             from occupancy.gpu.measure import measure as run_measure
 
+            if store:
+                raise InputError("--store is for a tuning entry of a manifest (MANIFEST "
+                                 "--kernel NAME): a store keeps one entry's measured best")
+
             kernels = ["matmul", "transpose"] if target == "all" else [target]
             labels = [t.strip() for t in tiles.split(",")] if tiles else None
             shipped = run_measure(kernels, size or 4096, size or 8192, labels, reps, progress)

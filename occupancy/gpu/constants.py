@@ -56,6 +56,9 @@ def _load(path: str, limit: int, what: str) -> Any:
     import numpy
     from numpy.lib import format as npy
 
+    from occupancy.inputs.safety import note_input
+
+    note_input(path)  # -o may not replace it
     try:
         with open(path, "rb") as fh:
             version = npy.read_magic(fh)
