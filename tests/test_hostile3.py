@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from occupancy.core.errors import OccupancyError
 from tests.test_hostile import one_error_line, run
 
 PROFILE_PARENT = "extends: h200\nname: parent of a test profile\n"
@@ -171,6 +172,9 @@ def test_a_ptxas_log_s_overlong_number_is_refused(tmp_path: Path) -> None:
     log = quoted + (tmp_path / "k.log").read_text().replace("1000000000000", "0").replace(
         "1000000004096", "4096")
     assert parse_ptxas_log(log)["sm_80"]["saxpy"].static_shared_memory == 4096
+    # the spill line alone too (its last 12 digits read as 0: no_spills passed)
+    with pytest.raises(OccupancyError, match="line 5: a number of over 12 digits"):
+        parse_ptxas_log(log.replace("0 bytes spill stores", "1000000000000 bytes spill stores"))
 
 
 def test_a_cupy_that_fails_to_import_is_one_line(tmp_path: Path,

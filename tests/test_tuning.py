@@ -511,7 +511,7 @@ def test_reference_to_an_extern_c_kernel(tmp_path: Path) -> None:
     spec = load_tuning(tmp_path / "m.yaml", "tuned").reference_kernel
     assert spec is not None
     dev = load_device("h200")
-    build = device_build(make_build(tmp_path / "k.cu", arch_of(dev)), dev)
+    build = device_build(make_build(tmp_path / "k.cu", arch_of(dev)))
     res = compile_build(build)["scale"]
     params = kernel_params(spec, res, build)
     assert params == ["void*", "void*", "unsigned int"] or params == ["void*", "void*", "int"]

@@ -561,20 +561,21 @@ def compile_or_estimate(source: str | os.PathLike[str], dev: Device,
                         ) -> dict[str, KernelResources]:
     """Compile for the device; below sm_50, where no compiler here reaches, compile for
     sm_50 and mark every figure as an estimate. No compiler at all: CompilerUnavailable."""
-    build = device_build(make_build(source, arch_of(dev), defines=defines, **build_args), dev)  # type: ignore[arg-type]
-    return _estimate_label(compile_build(build), dev, build)
+    build = device_build(make_build(source, arch_of(dev), defines=defines, **build_args))  # type: ignore[arg-type]
+    return _estimate_label(compile_build(build), arch_of(dev), build)
 
 
-def device_build(build: Build, dev: Device) -> Build:
-    """The build for a device: its own arch, or sm_50 (an estimate) below what compilers reach."""
-    if dev.cc_major >= 5 or compiler_for(build.arch) is not None:
+def device_build(build: Build) -> Build:
+    """The build for its arch (a device's), or sm_50 (an estimate) below what compilers reach."""
+    if int(re.sub(r"\D", "", build.arch) or 0) >= 50 or compiler_for(build.arch) is not None:
         return build
     return replace(build, arch="sm_50", shown=build.shown)
 
 
-def _estimate_label(found: dict[str, KernelResources], dev: Device, build: Build
+def _estimate_label(found: dict[str, KernelResources], arch: str, build: Build
                     ) -> dict[str, KernelResources]:
-    if build.arch == arch_of(dev):
+    """The figures of `build` for `arch`: marked as an estimate where the build is sm_50's."""
+    if build.arch == arch:
         return found
-    return {k: v.with_source(f"estimate ({v.source}; no compiler targets {arch_of(dev)})")
+    return {k: v.with_source(f"estimate ({v.source}; no compiler targets {arch})")
             for k, v in found.items()}

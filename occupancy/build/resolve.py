@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from occupancy.build.batch import compile_builds
 from occupancy.build.binaries import kind_of
 from occupancy.build.builds import _estimate_label, arch_of, compile_build, device_build
-from occupancy.build.compilers import Build, compiler_for, demangle, make_build
+from occupancy.build.compilers import Build, demangle, make_build
 from occupancy.build.images import BinaryImage, _num, jit_ptx, read_binary, resources_for_device
 from occupancy.build.resources import KernelResources, parse_ptxas_log
 from occupancy.core.device import Device
@@ -36,7 +36,7 @@ class CheckResolver:
                        include_dirs=spec.include_dirs, flags=spec.flags, defines=spec.defines,
                        name_expressions=exprs, link=spec.link,
                        nvcc=spec.compilers.get(arch_of(dev)))
-        return device_build(b, dev)
+        return device_build(b)
 
     def prepare(self, pairs: Sequence[tuple[KernelSpec, Device]]) -> None:
         todo: list[Build] = []
@@ -98,7 +98,7 @@ class CheckResolver:
         where = f"kernel '{inert(spec.name)}'"
         if spec.source:
             b = self._build(spec, dev)
-            found = _estimate_label(self._compiled(b), dev, b)
+            found = _estimate_label(self._compiled(b), arch, b)
             where += f" ({inert(b.shown)} for {b.arch})"
         elif spec.ptxas_log:
             shown = _shown(spec.ptxas_log)
@@ -163,13 +163,9 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
     if path.endswith((".cu", ".cuh", ".cpp", ".cc")):
         out = []
         for arch in archs:
-            build = make_build(path, arch, shown=shown, include_dirs=include_dirs, flags=flags,
-                               defines=defines)
-            if _num(arch) < 50 and compiler_for(arch) is None:  # as check: sm_50's, an estimate
-                found = {k: v.with_source(f"estimate ({v.source}; no compiler targets {arch})")
-                         for k, v in compile_build(replace(build, arch="sm_50")).items()}
-            else:
-                found = compile_build(build)
+            build = device_build(make_build(path, arch, shown=shown, include_dirs=include_dirs,
+                                            flags=flags, defines=defines))  # as check builds it
+            found = _estimate_label(compile_build(build), arch, build)
             out += [ListedKernel(shown, arch, r) for r in found.values()]
         if not out:  # as a binary without kernels is: said, not an empty table
             raise OccupancyError(f"{inert(shown)}: no kernels found (no __global__ function "

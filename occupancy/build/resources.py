@@ -82,8 +82,8 @@ _CUMULATIVE = re.compile(r"(\d{1,12}) bytes cumulative stack size")
 _COMPILING_ARCH = re.compile(r"for '(sm_\w+)'")
 # a count over the 12 digits the patterns above read, where ptxas writes a count (a
 # compiler warning that quotes a source line with a long number is no count)
-_TOO_LONG = re.compile(r"^\s*(?:ptxas info\s*:.*?|)\b\d{13,} (?:bytes|registers|barriers)\b"
-                       r"|^\s*ptxas info\s*:.*\bused \d{13,} barriers")
+_TOO_LONG = re.compile(r"^\s*(?:(?:ptxas info\s*:|\d+ bytes stack frame\b).*?\b|)"
+                       r"\d{13,} (?:bytes|registers|barriers)\b")
 
 _NVLINK_PROPS = re.compile(r"nvlink info\s*:\s*Function properties for '([^'\s]+)'")
 _NVLINK_USED = re.compile(r"nvlink info\s*:\s*used (\d{1,6}) registers, used (\d{1,6}) barriers, "

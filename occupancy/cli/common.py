@@ -61,6 +61,11 @@ size_value = parsed("parse_bytes")
 block_value = parsed("parse_block")
 
 
+# `--store` on a shipped family: a store keeps one tuning entry's measured best
+STORE_IS_FOR_ENTRIES = ("--store is for a tuning entry of a manifest (MANIFEST --kernel NAME): "
+                        "a store keeps one entry's measured best, not a family's")
+
+
 def write_output(path: str, text: str, inputs: list[str] | tuple[str, ...] = (),
                  force: bool = True) -> None:
     """-o: '-' is stdout; else the whole file or nothing, never over an input of this run,

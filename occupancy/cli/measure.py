@@ -9,6 +9,7 @@ import click
 
 from occupancy.cli.common import (
     EXIT_PROBLEM,
+    STORE_IS_FOR_ENTRIES,
     InputError,
     main,
     problem_sets,
@@ -84,8 +85,7 @@ def measure(target: str, kernel: str | None, size: int | None, tiles: str | None
             from occupancy.gpu.measure import measure as run_measure
 
             if store:
-                raise InputError("--store is for a tuning entry of a manifest (MANIFEST "
-                                 "--kernel NAME): a store keeps one entry's measured best")
+                raise InputError(STORE_IS_FOR_ENTRIES)
 
             kernels = ["matmul", "transpose"] if target == "all" else [target]
             labels = [t.strip() for t in tiles.split(",")] if tiles else None

@@ -11,6 +11,7 @@ import click
 
 from occupancy.cli.common import (
     INT32_MAX,
+    STORE_IS_FOR_ENTRIES,
     InputError,
     devices_option,
     main,
@@ -89,8 +90,7 @@ def tile(target: str, device: tuple[str, ...], kernel: str | None, size: int,
             raise InputError("--format kernel_tuner is for a tuning entry of a manifest "
                              "(MANIFEST --kernel NAME)")
         if store:
-            raise InputError("--store is for a tuning entry of a manifest (MANIFEST --kernel "
-                             "NAME): a store keeps one entry's measured best, not a family's")
+            raise InputError(STORE_IS_FOR_ENTRIES)
         specs = family_specs(target, size, problem_sets(sets))
     else:
         from occupancy.inputs.manifest.tuning import load_tuning

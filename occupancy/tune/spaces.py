@@ -262,7 +262,7 @@ def _build_points(spec: TuneSpec, dev: Device, pts: Sequence[Point]
     def build_of(defs: tuple[tuple[str, str], ...], exprs: Sequence[str]) -> Any:
         return device_build(make_build(
             spec.source, arch_of(dev), shown=spec.shown_source, include_dirs=spec.include_dirs,
-            flags=spec.flags, defines=dict(defs), name_expressions=exprs), dev)
+            flags=spec.flags, defines=dict(defs), name_expressions=exprs))
 
     builds: dict[Any, Any] = {g: build_of(g[0], sorted({p.function for p in members
                                                         if "<" in p.function}))
