@@ -1,0 +1,123 @@
+// A 5-point stencil over an n x n grid of floats, one output a thread, in blocks of BX x BY
+// threads: does the block's shape move the time where the threads, the grid's blocks and
+// every warp's own accesses stay the same? (issue 18: the corpus's Jacobi kernel measures
+// 2-4% faster in wide blocks, 256 x 2 over 32 x 16, which the model predicts alike.)
+// Written here, not taken from any repository.
+//   MODE 0: out = 0.25 (left + right + up + down), plus the residue against the centre
+//   MODE 1: out = centre (a copy through the same indexing)
+//   MODE 2: out = left + centre + right (the row's neighbours only)
+//   MODE 3: out = up + centre + down (the column's neighbours only)
+//   NORM 1: each block sums its squared residues (warp shuffles, then warp 0) and adds the
+//           sum to one float with atomicAdd, as the Jacobi kernel does with cub.
+// Host: `stencil N MODE NORM` times every shape (median of 20 event-timed runs after 3
+// warm-ups), checks 4096 sampled interior points against the CPU, and prints one line a shape.
+#include <cstdio>
+#include <cstdlib>
+#include <algorithm>
+#include <vector>
+#include <cuda_runtime.h>
+
+template <int BX, int BY, int MODE, int NORM>
+__global__ void __launch_bounds__(BX * BY)
+stencil(float* __restrict__ out, const float* __restrict__ in, float* __restrict__ norm, int n) {
+    const int ix = blockIdx.x * BX + threadIdx.x;
+    const int iy = blockIdx.y * BY + threadIdx.y + 1;
+    float r2 = 0.f;
+    if (iy < n - 1 && ix >= 1 && ix < n - 1) {
+        const size_t i = (size_t)iy * n + ix;
+        float v;
+        if (MODE == 0) v = 0.25f * (in[i + 1] + in[i - 1] + in[i + n] + in[i - n]);
+        else if (MODE == 1) v = in[i];
+        else if (MODE == 2) v = in[i - 1] + in[i] + in[i + 1];
+        else v = in[i - n] + in[i] + in[i + n];
+        out[i] = v;
+        if (NORM) { float d = v - (MODE == 0 ? in[i] : 0.f); r2 = d * d; }
+    }
+    if (NORM) {
+        __shared__ float part[32];
+        const int t = threadIdx.y * BX + threadIdx.x;
+        for (int o = 16; o; o >>= 1) r2 += __shfl_down_sync(0xffffffffu, r2, o);
+        if (t % 32 == 0) part[t / 32] = r2;
+        __syncthreads();
+        if (t < 32) {
+            r2 = t < BX * BY / 32 ? part[t] : 0.f;
+            for (int o = 16; o; o >>= 1) r2 += __shfl_down_sync(0xffffffffu, r2, o);
+            if (t == 0) atomicAdd(norm, r2);
+        }
+    }
+}
+
+typedef void (*kern_t)(float*, const float*, float*, int);
+struct Shape { int bx, by; kern_t k[4][2]; };
+
+#define K(BX, BY, M) {stencil<BX, BY, M, 0>, stencil<BX, BY, M, 1>}
+#define S(BX, BY) {BX, BY, {K(BX, BY, 0), K(BX, BY, 1), K(BX, BY, 2), K(BX, BY, 3)}}
+static const Shape shapes[] = {
+    S(32, 8), S(64, 4), S(256, 1),
+    S(32, 16), S(64, 8), S(128, 4), S(256, 2), S(512, 1),
+    S(32, 32), S(64, 16), S(128, 8), S(256, 4), S(512, 2), S(1024, 1),
+};
+
+static float expect(const std::vector<float>& h, int n, int mode, size_t i) {
+    if (mode == 0) return 0.25f * (h[i + 1] + h[i - 1] + h[i + n] + h[i - n]);
+    if (mode == 1) return h[i];
+    if (mode == 2) return h[i - 1] + h[i] + h[i + 1];
+    return h[i - n] + h[i] + h[i + n];
+}
+
+int main(int argc, char** argv) {
+    if (argc != 4 && argc != 6) { fprintf(stderr, "usage: stencil N MODE NORM [BX BY]\n"); return 2; }
+    const int n = atoi(argv[1]), mode = atoi(argv[2]), norm = atoi(argv[3]);
+    const int only_bx = argc == 6 ? atoi(argv[4]) : 0, only_by = argc == 6 ? atoi(argv[5]) : 0;
+    if (n < 256 || n > 20000 || mode < 0 || mode > 3 || norm < 0 || norm > 1) {
+        fprintf(stderr, "stencil: bad arguments\n"); return 2;
+    }
+    const size_t cells = (size_t)n * n;
+    std::vector<float> h(cells);
+    for (size_t i = 0; i < cells; i++) h[i] = (float)((i * 2654435761u) % 1000003u) * 1e-6f;
+    float *in, *out, *nrm;
+    cudaMalloc(&in, cells * sizeof(float));
+    cudaMalloc(&out, cells * sizeof(float));
+    cudaMalloc(&nrm, sizeof(float));
+    cudaMemcpy(in, h.data(), cells * sizeof(float), cudaMemcpyHostToDevice);
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    int bad = 0;
+    for (const Shape& s : shapes) {
+        if (only_bx && (s.bx != only_bx || s.by != only_by)) continue;
+        kern_t k = s.k[mode][norm];
+        dim3 block(s.bx, s.by), grid((n + s.bx - 1) / s.bx, (n - 2 + s.by - 1) / s.by);
+        cudaMemset(out, 0xff, cells * sizeof(float));
+        std::vector<float> ms;
+        for (int r = 0; r < 23; r++) {
+            cudaMemset(nrm, 0, sizeof(float));
+            cudaEventRecord(e0);
+            k<<<grid, block>>>(out, in, nrm, n);
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            float t = 0;
+            cudaEventElapsedTime(&t, e0, e1);
+            if (r >= 3) ms.push_back(t);
+        }
+        cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) { fprintf(stderr, "stencil: %s\n", cudaGetErrorString(err)); return 1; }
+        std::sort(ms.begin(), ms.end());
+        bool ok = true;
+        for (int s2 = 0; s2 < 4096 && ok; s2++) {
+            size_t iy = 1 + (size_t)s2 * 7919 % (n - 2), ix = 1 + (size_t)s2 * 104729 % (n - 2);
+            size_t i = iy * n + ix;
+            float got;
+            cudaMemcpy(&got, out + i, sizeof(float), cudaMemcpyDeviceToHost);
+            float want = expect(h, n, mode, i);
+            if (!(std::abs(got - want) <= 1e-5f * (1.f + std::abs(want)))) ok = false;
+        }
+        bad += !ok;
+        int occ = 0;
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, s.bx * s.by, 0);
+        printf("n=%d mode=%d norm=%d bx=%d by=%d blocks_per_sm=%d median_ms=%.4f p10_ms=%.4f "
+               "p90_ms=%.4f check=%s\n", n, mode, norm, s.bx, s.by, occ, ms[ms.size() / 2],
+               ms[ms.size() / 10], ms[ms.size() * 9 / 10], ok ? "ok" : "FAILED");
+    }
+    return bad ? 1 : 0;
+}
