@@ -16,6 +16,7 @@ from occupancy.build.sass_pipes import SCHEDULERS_PER_SM, issue_slots, pipe_fact
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
 from occupancy.tune.constwalk import constant_walk_seconds
+from occupancy.tune.inflight import dram_reads_per_warp, l1_for_loads, loads_in_flight
 from occupancy.tune.queueing import busy_share, warp_wait_factor
 from occupancy.tune.reuse import (
     l2_reread_share,
@@ -255,35 +256,6 @@ def block_launch_seconds(dev: Device, grid_blocks: int) -> float:
     return grid_blocks * BLOCK_LAUNCH_CLOCKS / (dev.sm_count * dev.boost_clock_mhz * 1e6)
 
 
-def l1_for_loads(dev: Device, occ: OccupancyResult) -> int | None:
-    """Bytes of L1 data cache an SM keeps beside shared memory: the unified array less the
-    shared-memory size the driver configures for the resident blocks (the smallest supported
-    size that holds them, or the carveout asked for). Loads in flight hold their lines in it
-    until the data returns, so it caps the bytes a SM has in flight. Measured on the H200
-    (bench/results/h200-transpose-smem): the same transpose with unused dynamic shared memory
-    that moves the SM to the 228 KB size (28 KB of L1 left), at the same resident warps,
-    runs 3-5% slower on aligned rows and 12-16% slower where each warp load spans two
-    lines. None where the profile has no unified array (before CC 7.0)."""
-    if not dev.l1_shared_memory_bytes:
-        return None
-    used = max(occ.active_blocks_per_sm, 1) * occ.allocated_shared_memory_per_block
-    config = next((s for s in dev.shared_memory_carveout_bytes if s >= used),
-                  dev.shared_memory_per_sm_bytes)
-    if occ.carveout is not None:
-        config = max(config, occ.shared_memory_per_sm_bytes)
-    return max(dev.l1_shared_memory_bytes - config, 0)
-
-
-def loads_in_flight(in_flight: float, l1: int | None, lines_per_load: float,
-                    useful_bytes_per_load: float) -> float:
-    """Useful bytes in flight per SM, capped by the L1 lines they hold: a warp load holds
-    every 128-B line it touches for its useful bytes (a misaligned row touches two)."""
-    if l1 is None:
-        return in_flight
-    cap = l1 * useful_bytes_per_load / (max(lines_per_load, 1.0) * 128.0)
-    return max(min(in_flight, cap), 1.0)
-
-
 # --- any kernel, from the work a tuning manifest declares -------------------------------------
 
 
@@ -355,8 +327,7 @@ def _predict_grid(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: fl
     scattered = merging = 0.0
     if units and traffic is not None:
         lsu, ptx_issue, scattered = _ptx_work(dev, traffic, units)
-        if not runs:
-            issue = ptx_issue
+        issue = issue if runs else ptx_issue
         if dram_bytes:
             dram_bytes += reread_miss_bytes(dev, occ, grid_blocks, traffic, units) \
                 + rewrite_miss_bytes(dev, occ, grid_blocks, traffic, units) \
@@ -377,7 +348,8 @@ def _predict_grid(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: fl
     ilp = max(1, registers_per_thread // 32)
     fma_hiding = 1.0 if "warp_wait" in mix else \
         min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
-    mem_hiding = _work_mem_hiding(dev, occ, warps, registers_per_thread, mix, traffic, units)
+    mem_hiding = _work_mem_hiding(dev, occ, warps, registers_per_thread, mix, traffic, units,
+                                  dram_reads_per_warp(traffic, units, dram_bytes, write_share))
     per_batch, again = 1.0, 0.0
     if traffic is not None and traffic.phases:  # only such a unit waits per batch
         raw = dict(loop_mix) if loop_mix else {}  # the SASS's batches, before unit_mix scales
@@ -501,11 +473,13 @@ def _ptx_work(dev: Device, t: Traffic, units: float) -> tuple[float, float, floa
 
 
 def _work_mem_hiding(dev: Device, occ: OccupancyResult, warps: int, registers_per_thread: int,
-                     mix: dict[str, int], traffic: Traffic | None, units: float) -> float:
+                     mix: dict[str, int], traffic: Traffic | None, units: float,
+                     dram_reads: float | None = None) -> float:
     """How much of the DRAM latency the SM's resident `warps` hide (1 - e^-x, Little's law).
     Bytes a warp has in flight: the global loads its hot code issues before it needs
     them (a straight-line tile load issues them all), else one line per 32 registers;
-    capped by the L1 lines they hold."""
+    at most the bytes DRAM serves the warp over its run (`dram_reads`,
+    inflight.dram_reads_per_warp); capped by the L1 lines they hold."""
     per_warp_bytes = 128.0 * (mix["ldg"] if mix.get("ldg") else max(1, registers_per_thread // 32))
     if traffic is not None and traffic.global_loads and (units or mix.get("ldg")):
         # a warp has in flight the loads it issues before it first needs one of them:
@@ -513,6 +487,8 @@ def _work_mem_hiding(dev: Device, occ: OccupancyResult, warps: int, registers_pe
         # bytes of one warp load are the run's, whether or not it counts the run's units
         # (a float4 load is 512 B of a warp, not 128)
         per_warp_bytes = traffic.load_bytes / traffic.global_loads * _loads_per_batch(mix, traffic)
+    if dram_reads is not None:
+        per_warp_bytes = min(per_warp_bytes, dram_reads)
     lines, useful = 1.0, 128.0
     if traffic is not None and traffic.global_loads:
         lines = traffic.global_load_lines / traffic.global_loads

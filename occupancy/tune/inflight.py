@@ -1,0 +1,65 @@
+"""What a warp keeps in flight toward memory, and what caps it (tune/model.py's Little's law).
+
+A warp hides the DRAM latency with the bytes it has requested and not yet used. Two things
+bound them beyond what its code issues: the L1 lines its loads hold until the data returns
+(`l1_for_loads`, `loads_in_flight`), and the bytes DRAM serves it at all
+(`dram_reads_per_warp`): a load that another warp's request already brought into L2 or L1
+keeps no DRAM request of its own in flight.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from occupancy.core.device import Device
+from occupancy.core.solver import OccupancyResult
+
+if TYPE_CHECKING:
+    from occupancy.tune.ptx_counters import Traffic
+
+
+def l1_for_loads(dev: Device, occ: OccupancyResult) -> int | None:
+    """Bytes of L1 data cache an SM keeps beside shared memory: the unified array less the
+    shared-memory size the driver configures for the resident blocks (the smallest supported
+    size that holds them, or the carveout asked for). Loads in flight hold their lines in it
+    until the data returns, so it caps the bytes a SM has in flight. Measured on the H200
+    (bench/results/h200-transpose-smem): the same transpose with unused dynamic shared memory
+    that moves the SM to the 228 KB size (28 KB of L1 left), at the same resident warps,
+    runs 3-5% slower on aligned rows and 12-16% slower where each warp load spans two
+    lines. None where the profile has no unified array (before CC 7.0)."""
+    if not dev.l1_shared_memory_bytes:
+        return None
+    used = max(occ.active_blocks_per_sm, 1) * occ.allocated_shared_memory_per_block
+    config = next((s for s in dev.shared_memory_carveout_bytes if s >= used),
+                  dev.shared_memory_per_sm_bytes)
+    if occ.carveout is not None:
+        config = max(config, occ.shared_memory_per_sm_bytes)
+    return max(dev.l1_shared_memory_bytes - config, 0)
+
+
+def loads_in_flight(in_flight: float, l1: int | None, lines_per_load: float,
+                    useful_bytes_per_load: float) -> float:
+    """Useful bytes in flight per SM, capped by the L1 lines they hold: a warp load holds
+    every 128-B line it touches for its useful bytes (a misaligned row touches two)."""
+    if l1 is None:
+        return in_flight
+    cap = l1 * useful_bytes_per_load / (max(lines_per_load, 1.0) * 128.0)
+    return max(min(in_flight, cap), 1.0)
+
+
+def dram_reads_per_warp(traffic: Traffic | None, units: float, dram_bytes: float,
+                       write_share: float | None) -> float | None:
+    """The DRAM bytes a warp reads over its whole run, where ptxsim followed it to its end
+    (`units` is then the grid's warps): the declared bytes (with the re-reads L2 misses)
+    less the share written (unknown: the copy's half). None for a run measured per loop
+    iteration, whose warps read their tiles from L2 again and again (a GEMM).
+
+    A warp cannot keep more DRAM bytes in flight than it reads from DRAM. A 5-point
+    stencil's warp issues its 4 loads together (512 B), but every line of the grid is
+    loaded by the warps of 3 rows and fetched from DRAM once: 128 B a warp. Counted as 512,
+    the model had bench/stencil's 5-point kernel hide the DRAM latency 4x better than a copy
+    through the same indexing and 35-40% too fast, where it runs slower than the copy
+    (bench/results/h200-stencil; docs/model.md item 49)."""
+    if traffic is None or not traffic.complete or not units or not dram_bytes:
+        return None
+    return dram_bytes * (1 - (0.5 if write_share is None else write_share)) / units
