@@ -7,6 +7,7 @@ ptxas log's overlong numbers, and a CuPy that fails to import."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -188,3 +189,33 @@ def test_a_cupy_that_fails_to_import_is_one_line(tmp_path: Path,
     with pytest.raises(GpuUnavailable) as info:
         cupy_module("measure")
     assert "RuntimeError" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_cuda_looking_path_must_be_a_system_install(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A path shaped like a CUDA install's nvcc (/opt/cuda-1/bin/nvcc) is trusted only where
+    root put it: the file and every folder above it root's and writable by no one else. A
+    repository cloned there is its cloner's; anything under /tmp sits in a folder everyone
+    may write to."""
+    from occupancy.inputs.manifest import keys
+
+    fake = tmp_path / "cuda-1" / "bin" / "nvcc"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    assert not keys.system_owned(str(fake))
+    # the install pattern alone no longer vouches for it
+    monkeypatch.setattr(keys, "_INSTALLED", re.compile(r".*/cuda-1/bin/nvcc"))
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert not keys._installed_nvcc(fake)
+    with pytest.raises(OccupancyError, match="root's and writable by no one else"):
+        keys.parse_compilers({"sm_70": str(fake)}, tmp_path, 1)
+    # a real install passes: root's, 755 all the way up
+    real = "/usr/local/cuda/bin/nvcc"
+    if os.path.exists(real) and os.stat(os.path.realpath(real)).st_uid == 0:
+        assert keys.system_owned(os.path.realpath(real))
+        monkeypatch.setattr(keys, "_INSTALLED", re.compile(
+            r"/(usr/local|opt)/cuda(-[0-9][0-9.]*)?/bin/nvcc"))
+        assert keys._installed_nvcc(Path(real))

@@ -185,14 +185,36 @@ TRUST_COMPILERS = "OCCUPANCY_TRUST_COMPILERS"
 _INSTALLED = re.compile(r"/(usr/local|opt)/cuda(-[0-9][0-9.]*)?/bin/nvcc")
 
 
+def system_owned(path: str) -> bool:
+    """Whether `path` and every folder above it belong to root and are writable by no one
+    else (a system install), so that no user but root could have put a program there: a
+    repository cloned to /opt/cuda-1 is its cloner's, and anything under /tmp sits in a
+    folder everyone may write to."""
+    import os
+
+    here = path
+    while True:
+        try:
+            st = os.stat(here)
+        except OSError:
+            return False
+        if st.st_uid != 0 or st.st_mode & 0o022:
+            return False
+        parent = os.path.dirname(here)
+        if parent == here:
+            return True
+        here = parent
+
+
 def _installed_nvcc(q: Path) -> bool:
-    """Whether `q` is a CUDA install's nvcc: /usr/local/cuda[-X.Y]/bin/nvcc, /opt/cuda...,
-    $CUDA_HOME's or $CUDA_PATH's, or the nvcc on PATH (links followed)."""
+    """Whether `q` is a CUDA install's nvcc: /usr/local/cuda[-X.Y]/bin/nvcc, /opt/cuda...
+    where the system put it (root's, writable by no one else: system_owned), $CUDA_HOME's
+    or $CUDA_PATH's, or the nvcc on PATH (links followed)."""
     import os
     import shutil
 
     real = os.path.realpath(q)
-    if _INSTALLED.fullmatch(real):
+    if _INSTALLED.fullmatch(real) and system_owned(real):
         return True
     mine = [os.path.join(os.environ[v], "bin", "nvcc") for v in ("CUDA_HOME", "CUDA_PATH")
             if os.environ.get(v)]
@@ -218,7 +240,8 @@ def parse_compilers(v: Any, base: Path, line: int | None) -> dict[str, str]:
         if not _installed_nvcc(q) and os.environ.get(TRUST_COMPILERS) != "1":
             raise EntryError(f"compilers.{arch}: {inert(str(q))} is not the nvcc of a CUDA "
                              "install (/usr/local/cuda-X.Y/bin/nvcc, $CUDA_HOME's, the one on "
-                             "PATH), and a manifest may not pick another program to run: set "
+                             "PATH; one under /usr/local or /opt must be root's and writable by no one "
+                             "else), and a manifest may not pick another program to run: set "
                              f"{TRUST_COMPILERS}=1 if you trust it", line)
         out[arch] = str(q)
     return out
