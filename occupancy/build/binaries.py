@@ -58,6 +58,9 @@ class Cubin:
     relocatable: bool = False
     objects: dict[str, int] = field(default_factory=dict)  # data symbols' sizes: __constant__...
     constant_bytes: int = 0  # the module's __constant__ data (.nv.constant3), every table
+    # caller -> callees, from .nv.callgraph: -rdc's calls between functions (a whole-program
+    # build clones what a kernel calls into it and records none here)
+    calls: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _u(fmt: str, data: bytes, off: int) -> tuple[int, ...]:
@@ -131,6 +134,7 @@ def parse_cubin(data: bytes) -> Cubin:
     per_fn: dict[str, list[tuple[int, bytes]]] = {}
     shared: dict[str, int] = {}
     bank3 = 0
+    calls: dict[str, tuple[str, ...]] = {}
     for sec_name, sec in named:
         if sec_name == ".nv.info":
             for attr, val in _records(body(sec)):
@@ -150,6 +154,8 @@ def parse_cubin(data: bytes) -> Cubin:
             shared[sec_name[len(".nv.shared."):]] = sec[3]
         elif sec_name == ".nv.constant3":
             bank3 = sec[3]
+        elif sec_name == ".nv.callgraph":
+            calls = _calls(body(sec), symbols)
     kernels: dict[str, CubinKernel] = {}
     for fn, records in per_fn.items():
         barriers, max_threads = 0, None
@@ -168,7 +174,29 @@ def parse_cubin(data: bytes) -> Cubin:
             continue  # a device function's info (a linked image holds them), not a kernel's
         kernels[fn] = CubinKernel(fn, regs[fn], frames.get(fn, 0), shared.get(fn, 0), barriers,
                                   max_threads, cluster)
-    return Cubin(arch, kernels, is_relocatable(data), objects, bank3)
+    return Cubin(arch, kernels, is_relocatable(data), objects, bank3, calls)
+
+
+def _calls(blob: bytes, symbols: dict[int, str]) -> dict[str, tuple[str, ...]]:
+    """.nv.callgraph's (caller, callee) symbol pairs; the markers (0xfffffffX) left out."""
+    out: dict[str, list[str]] = {}
+    for off in range(0, len(blob) - 7, 8):
+        caller, callee = struct.unpack_from("<II", blob, off)
+        if caller in symbols and callee in symbols and callee < 0xFFFFFFF0:
+            out.setdefault(symbols[caller], []).append(symbols[callee])
+    return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
+
+
+def reachable(calls: dict[str, tuple[str, ...]], start: str) -> list[str]:
+    """Every function `start` calls, directly or not (each once, a recursion's cycle cut)."""
+    seen: dict[str, None] = {}
+    todo = list(calls.get(start, ()))
+    while todo:
+        fn = todo.pop()
+        if fn != start and fn not in seen:
+            seen[fn] = None
+            todo.extend(calls.get(fn, ()))
+    return list(seen)
 
 
 def _symbols(named: Sequence[tuple[str, tuple[int, ...]]], sections: Sequence[tuple[int, ...]],

@@ -41,7 +41,9 @@ from occupancy.build.resources import (
     CompilerUnavailable,
     CompileTimeout,
     KernelResources,
+    device_function_spills,
     parse_ptxas_log,
+    with_callee_spills,
 )
 from occupancy.build.run import COMPILER_MEMORY, ReadsDevice, run_tool
 from occupancy.core.device import Device
@@ -245,11 +247,13 @@ def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None,
     binary = parse_cubin(cubin)
     bounds = ptx_entries(ptx) if ptx else {}
     mixes = _loop_mixes(cubin) if mix else {}
+    called = device_function_spills(log) if binary.calls else {}
     out = {}
     for name, res in found.items():
         k = binary.kernels.get(name)
         if k is None:
             continue  # a device function compiled with -rdc, not a kernel
+        res = with_callee_spills(res, binary.calls, called)
         entry = bounds.get(name)
         if linked:
             res = replace(res, registers_per_thread=k.registers, barriers=k.barriers,
@@ -525,8 +529,10 @@ def _compile_once(build: Build, want: str | None = None, loop_mix: bool = True,
         raise
     for f in (*build.link, *deps):
         note_input(f)  # what the compiler read: the linked sources and every header
-    names = demangle(list(found))
-    found = {k: replace(v, demangled=names.get(k, k)) for k, v in found.items()}
+    called = {c: c.split("$")[0] for v in found.values() for c in v.spilling_callees}
+    names = demangle([*found, *called.values()])
+    found = {k: replace(v, demangled=names.get(k, k), spilling_callees=tuple(dict.fromkeys(
+        names.get(called[c], c) for c in v.spilling_callees))) for k, v in found.items()}
     if loop_mix:
         found = with_loop_mix(found, cubin)
     store_build(build, key, found, [build.source, *deps], cubin, ptx, loop_mix)

@@ -20,11 +20,12 @@ from occupancy.build.resources import CompileError, KernelResources
 from occupancy.core.version import __version__
 from occupancy.inputs.safety import note_input
 
-CACHE_FORMAT = 9  # what a cache entry holds; bump when KernelResources gains a field or what
+CACHE_FORMAT = 10  # what a cache entry holds; bump when KernelResources gains a field or what
 # fills one changes (4: PTX, 5: -rdc builds read from the device-linked image, 6: the SASS
 # loop mix skips out-of-line fallbacks that branch back over an EXIT, 7: and prefers a loop
 # with global loads and stores among loops without FFMAs, 8: and counts a division's FFMAs
-# apart, div_ffma, 9: and the loop's indexed reads of __constant__ data, uldc)
+# apart, div_ffma, 9: and the loop's indexed reads of __constant__ data, uldc, 10: a kernel's
+# spills include those of the device functions it calls, spilling_callees)
 # What an entry's SASS loop mix holds (its "mix"; False: none): bump when sass_loop_mix
 # changes. An entry with an older one is read again from its cached cubin, not recompiled.
 # (1, written `true`: up to CACHE_FORMAT 9; 2: the counts of the FFMA loops nested in the
@@ -102,9 +103,11 @@ def _cache_load(key: str, with_mix: bool = False) -> dict[str, KernelResources] 
         for k, v in data["kernels"].items() if not failed else ():
             dims = v.pop("cluster_dims", None)
             mix = v.pop("loop_mix", None)
+            callees = v.pop("spilling_callees", ())
             out[k] = KernelResources(**v, cluster_dims=(int(dims[0]), int(dims[1]), int(dims[2]))
                                      if dims else None,
-                                     loop_mix=tuple((str(a), int(b)) for a, b in mix) if mix else None)
+                                     loop_mix=tuple((str(a), int(b)) for a, b in mix) if mix else None,
+                                     spilling_callees=tuple(str(c) for c in callees))
     except (OSError, ValueError, TypeError, KeyError, AssertionError, AttributeError):
         return None  # missing or corrupt: compile again
     if failed:

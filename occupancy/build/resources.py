@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, replace
 
 from occupancy.core.errors import OccupancyError
+from occupancy.inputs.safety import inert
 
 
 class CompilerUnavailable(OccupancyError):
@@ -48,6 +49,9 @@ class KernelResources:
     # from a device-linked image or nvlink's report: final under -rdc (a ptxas log of a
     # relocatable compile is not)
     linked: bool = False
+    # the device functions it calls that spill (their spills are in the counts above: a
+    # kernel spills where what it calls does)
+    spilling_callees: tuple[str, ...] = ()
 
     @property
     def spills(self) -> bool:
@@ -99,6 +103,8 @@ def parse_ptxas_log(text: str, label: str = "ptxas log") -> LogSections:
     found: dict[tuple[str, str], dict[str, int]] = {}
     current: tuple[str, str] | None = None
     arch = ""
+    entry: dict[str, str] = {}  # arch -> the kernel whose compile ptxas is reporting
+    callees = _Callees()
     for number, line in enumerate(text.splitlines(), 1):
         if _TOO_LONG.search(line):
             raise OccupancyError(f"{label or 'ptxas output'}: line {number}: a number of over 12 "
@@ -107,6 +113,7 @@ def parse_ptxas_log(text: str, label: str = "ptxas log") -> LogSections:
         if m:
             arch = m.group(2)
             current = (arch, m.group(1))
+            entry[arch] = m.group(1)
             found.setdefault(current, {})
             continue
         a = _COMPILING_ARCH.search(line)
@@ -115,12 +122,14 @@ def parse_ptxas_log(text: str, label: str = "ptxas log") -> LogSections:
         m = _PROPS.search(line)
         if m:
             current = (arch, m.group(1))
+            callees.open(arch, entry.get(arch), m.group(1))
             found.setdefault(current, {})
             continue
         if current is None:
             continue
         m = _SPILL.search(line)
         if m:
+            callees.spill(int(m.group(2)), int(m.group(3)))
             found[current].update(stack=int(m.group(1)), stores=int(m.group(2)),
                                   loads=int(m.group(3)))
         m = _USED.search(line)
@@ -136,11 +145,96 @@ def parse_ptxas_log(text: str, label: str = "ptxas log") -> LogSections:
     for (arch, name), v in found.items():
         if "regs" not in v:
             continue
+        called = callees.of(arch, name)
         sections.setdefault(arch, {})[name] = KernelResources(
             name, v["regs"], v.get("smem", 0), v.get("bars", 0),
             max(v.get("stack", 0), v.get("total_stack", 0)),
-            v.get("stores", 0), v.get("loads", 0), None, f"{label} {arch}".strip())
+            v.get("stores", 0) + sum(c[1] for c in called),
+            v.get("loads", 0) + sum(c[2] for c in called), None, f"{label} {arch}".strip(),
+            spilling_callees=tuple(dict.fromkeys(c[0] for c in called)))
     return _with_nvlink(text, sections, label)
+
+
+def callees_note(res: KernelResources) -> str:
+    """Where a kernel's spills are partly its callees': which functions, for a message."""
+    if not res.spilling_callees:
+        return ""
+    names = ", ".join(inert(n) for n in res.spilling_callees[:3])
+    more = f" and {len(res.spilling_callees) - 3} more" if len(res.spilling_callees) > 3 else ""
+    return f", with those of {names}{more}, which it calls"
+
+
+def device_function_spills(text: str) -> dict[str, tuple[int, int]]:
+    """Spill stores and loads, in bytes per thread, of each function a ptxas log reports
+    that is no kernel (an -rdc build's device functions; the largest where one is reported
+    twice)."""
+    kernels = {m.group(1) for m in map(_ENTRY.search, text.splitlines()) if m}
+    out: dict[str, tuple[int, int]] = {}
+    name = None
+    for line in text.splitlines():
+        m = _PROPS.search(line)
+        if m:
+            name = m.group(1)
+            continue
+        m = _SPILL.search(line)
+        if m and name is not None and name not in kernels:
+            old = out.get(name, (0, 0))
+            out[name] = (max(old[0], int(m.group(2))), max(old[1], int(m.group(3))))
+            name = None
+    return {k: v for k, v in out.items() if v[0] or v[1]}
+
+
+def with_callee_spills(res: KernelResources, calls: dict[str, tuple[str, ...]],
+                       spills: dict[str, tuple[int, int]]) -> KernelResources:
+    """`res` with the spills of every function it reaches through `calls` (an -rdc build's
+    call graph, binaries.reachable) added, where its log attributed none."""
+    from occupancy.build.binaries import reachable
+
+    called = [(fn, spills[fn]) for fn in reachable(calls, res.function) if fn in spills]
+    if not called or res.spilling_callees:
+        return res
+    return replace(res, spill_stores_bytes=res.spill_stores_bytes + sum(s for _, (s, _l) in called),
+                   spill_loads_bytes=res.spill_loads_bytes + sum(ld for _, (_s, ld) in called),
+                   spilling_callees=tuple(fn for fn, _ in called))
+
+
+class _Callees:
+    """The device functions whose spills a kernel's own line leaves out. A whole-program
+    build clones each function a kernel calls into that kernel, and ptxas reports the
+    clones right after the kernel's own report, each as `Function properties for NAME`
+    with no `Used ... registers` line of its own: those blocks are the kernel's. A
+    relocatable build (-rdc) reports its device functions once each, some before any
+    kernel: its log does not say who calls them (builds.py reads the cubin's call graph)."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[tuple[str, str], list[list[int]]] = {}
+        self.names: dict[tuple[str, str], list[str]] = {}
+        self.relocatable = False  # a function reported before any kernel: -rdc
+        self.own: set[tuple[str, str]] = set()  # kernels whose own report was read
+        self.last: list[int] | None = None
+
+    def open(self, arch: str, kernel: str | None, name: str) -> None:
+        """A `Function properties for NAME` block while ptxas reports `kernel`."""
+        self.last = None
+        if kernel is None:
+            self.relocatable = True
+        elif name == kernel and (arch, kernel) not in self.own:
+            self.own.add((arch, kernel))
+        else:
+            self.last = [0, 0]
+            self.blocks.setdefault((arch, kernel), []).append(self.last)
+            self.names.setdefault((arch, kernel), []).append(name)
+
+    def spill(self, stores: int, loads: int) -> None:
+        if self.last is not None:
+            self.last[:] = [stores, loads]
+
+    def of(self, arch: str, kernel: str) -> list[tuple[str, int, int]]:
+        if self.relocatable:
+            return []
+        return [(n, s, ld) for n, (s, ld) in zip(self.names.get((arch, kernel), []),
+                                                 self.blocks.get((arch, kernel), []), strict=True)
+                if s or ld]
 
 
 def _with_nvlink(text: str, sections: LogSections, label: str) -> LogSections:

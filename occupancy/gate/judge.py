@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from occupancy.build.resources import KernelResources
+from occupancy.build.resources import KernelResources, callees_note
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult, cliffs, solve
 from occupancy.core.words import limiters, pct
@@ -84,7 +84,7 @@ def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
                         f" ({res.source})")
     if spec.no_spills and res.spills:
         problems.append(f"spills {res.spill_stores_bytes} B stored / {res.spill_loads_bytes} B "
-                        f"loaded per thread ({res.source}); no_spills is set")
+                        f"loaded per thread ({res.source}){callees_note(res)}; no_spills is set")
     elif spec.no_spills and res.spills_unknown and res.stack_frame_bytes > 0:
         problems.append(f"a {res.stack_frame_bytes} B stack frame per thread ({res.source}): "
                         "local memory, from spills or local arrays (a binary does not tell them "

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from occupancy.build.resources import KernelResources
+from occupancy.build.resources import KernelResources, callees_note
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
 from occupancy.core.solver import solve
@@ -228,7 +228,7 @@ def _rank_points(spec: TuneSpec, dev: Device, pts: Sequence[Point]) -> list[Rank
         reasons = list(occ.cannot_launch)
         if res.spills:
             reasons.append(f"spills {res.spill_stores_bytes} B / {res.spill_loads_bytes} B per "
-                           "thread")
+                           f"thread{callees_note(res)}")
         r = Ranked(pt, res, occ, None, tuple(reasons), build)
         out.append(handcounts.attach(spec, dev, r) if spec.hand_counts else r)
     out = _predicted(spec, dev, out)

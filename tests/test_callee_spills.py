@@ -1,0 +1,130 @@
+"""A kernel spills where the device functions it calls do (ptxas reports their spills on
+lines of their own): the log's clones for a whole-program build, the cubin's call graph for
+-rdc (occupancy/build/resources.py, binaries.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from occupancy.build.binaries import reachable
+from occupancy.build.resolve import CheckResolver
+from occupancy.build.resources import (
+    device_function_spills,
+    parse_ptxas_log,
+    with_callee_spills,
+)
+from occupancy.gate.check import evaluate
+from occupancy.inputs.manifest import load_manifest
+from tests.needs import need_nvcc
+
+# nvcc 13.0 -arch=sm_90 -Xptxas -v -maxrregcount=32 of KERNELS below (compile times left out)
+WHOLE = """\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_Z2k2PfPKfi' for 'sm_90'
+ptxas info    : Function properties for _Z2k2PfPKfi
+    376 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 32 registers, used 0 barriers, 376 bytes cumulative stack size
+ptxas info    : Function properties for _Z5innerPKfi
+    0 bytes stack frame, 448 bytes spill stores, 580 bytes spill loads
+ptxas info    : Compiling entry function '_Z1kPfPKfi' for 'sm_90'
+ptxas info    : Function properties for _Z1kPfPKfi
+    392 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 32 registers, used 0 barriers, 392 bytes cumulative stack size
+ptxas info    : Function properties for _Z3midPKfi
+    0 bytes stack frame, 20 bytes spill stores, 12 bytes spill loads
+ptxas info    : Function properties for _Z5innerPKfi
+    0 bytes stack frame, 476 bytes spill stores, 624 bytes spill loads
+ptxas info    : Compiling entry function '_Z5plainPf' for 'sm_90'
+ptxas info    : Function properties for _Z5plainPf
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 10 registers, used 0 barriers
+"""
+# the same with -rdc=true: each device function once, some before any kernel
+RDC = """\
+ptxas info    : 0 bytes gmem
+ptxas info    : Function properties for _Z5innerPKfi
+    496 bytes stack frame, 584 bytes spill stores, 772 bytes spill loads
+ptxas info    : Function properties for _Z3midPKfi$1
+    24 bytes stack frame, 24 bytes spill stores, 24 bytes spill loads
+ptxas info    : Compiling entry function '_Z2k2PfPKfi' for 'sm_90'
+ptxas info    : Function properties for _Z2k2PfPKfi
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 24 registers, used 0 barriers
+ptxas info    : Compiling entry function '_Z1kPfPKfi' for 'sm_90'
+ptxas info    : Function properties for _Z1kPfPKfi
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 24 registers, used 0 barriers
+ptxas info    : Function properties for _Z3midPKfi
+    24 bytes stack frame, 24 bytes spill stores, 24 bytes spill loads
+"""
+KERNELS = """\
+__device__ __noinline__ float inner(const float* a, int n) {
+    float v[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) v[i] = a[i * n];
+    float s = 0;
+#pragma unroll
+    for (int i = 0; i < 64; i++) s += v[i] * v[63 - i] + v[(i * 7) % 64];
+    return s;
+}
+__device__ __noinline__ float mid(const float* a, int n) { return inner(a, n) * 2.f + inner(a + 1, n); }
+__global__ void k(float* out, const float* a, int n) { out[threadIdx.x] = mid(a + threadIdx.x, n); }
+__global__ void k2(float* out, const float* a, int n) { out[threadIdx.x] = inner(a + threadIdx.x, n); }
+__global__ void plain(float* out) { out[threadIdx.x] = 1.f; }
+"""
+
+
+def test_a_whole_program_log_gives_each_kernel_its_clones_spills() -> None:
+    got = parse_ptxas_log(WHOLE)["sm_90"]
+    k, k2, plain = got["_Z1kPfPKfi"], got["_Z2k2PfPKfi"], got["_Z5plainPf"]
+    assert (k.spill_stores_bytes, k.spill_loads_bytes) == (20 + 476, 12 + 624)
+    assert k.spilling_callees == ("_Z3midPKfi", "_Z5innerPKfi") and k.spills
+    assert (k2.spill_stores_bytes, k2.spill_loads_bytes) == (448, 580)
+    assert not plain.spills and plain.spilling_callees == ()
+    assert (k.registers_per_thread, k.stack_frame_bytes) == (32, 392)
+
+
+def test_an_rdc_log_attributes_by_the_call_graph() -> None:
+    got = parse_ptxas_log(RDC)["sm_90"]
+    assert not got["_Z1kPfPKfi"].spills  # the log alone does not say who calls what
+    spills = device_function_spills(RDC)
+    assert spills == {"_Z5innerPKfi": (584, 772), "_Z3midPKfi$1": (24, 24), "_Z3midPKfi": (24, 24)}
+    calls = {"_Z3midPKfi$1": ("_Z5innerPKfi",), "_Z2k2PfPKfi": ("_Z5innerPKfi",),
+             "_Z1kPfPKfi": ("_Z3midPKfi$1",), "_Z3midPKfi": ("_Z5innerPKfi",)}
+    k = with_callee_spills(got["_Z1kPfPKfi"], calls, spills)
+    assert (k.spill_stores_bytes, k.spill_loads_bytes) == (24 + 584, 24 + 772)
+    assert k.spilling_callees == ("_Z3midPKfi$1", "_Z5innerPKfi")
+    assert with_callee_spills(got["_Z2k2PfPKfi"], calls, spills).spill_stores_bytes == 584
+
+
+def test_reachable_cuts_a_recursion() -> None:
+    calls = {"k": ("f",), "f": ("g", "f"), "g": ("f", "k")}
+    assert sorted(reachable(calls, "k")) == ["f", "g"]
+    assert reachable(calls, "nobody") == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rdc", [False, True])
+def test_no_spills_sees_what_a_kernel_calls(tmp_path: Path, rdc: bool) -> None:
+    need_nvcc()
+    (tmp_path / "k.cu").write_text(KERNELS)
+    entries = "".join(f"  - name: {n}\n    source: k.cu\n    block: 256\n    no_spills: true\n"
+                      f"    flags: [-maxrregcount=32{', -rdc=true' if rdc else ''}]\n"
+                      for n in ("k", "k2", "plain"))
+    (tmp_path / "m.yaml").write_text("devices: [h100]\nkernels:\n" + entries)
+    v = {x.kernel: x for x in evaluate(load_manifest(tmp_path / "m.yaml"), CheckResolver())}
+    assert not v["k"].ok and "which it calls" in v["k"].problems[0], v["k"].problems
+    assert "inner(float const*, int)" in v["k"].problems[0] and "mid(" in v["k"].problems[0]
+    assert not v["k2"].ok and "inner(float const*, int)" in v["k2"].problems[0]
+    assert v["plain"].ok, v["plain"].problems
+
+
+def test_a_kernel_s_own_spills_count_once() -> None:
+    log = ("ptxas info    : Compiling entry function 'saxpy' for 'sm_80'\n"
+           "ptxas info    : Function properties for saxpy\n"
+           "    0 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+           "ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem\n")
+    (res,) = parse_ptxas_log(log)["sm_80"].values()
+    assert (res.spill_stores_bytes, res.spill_loads_bytes, res.spilling_callees) == (8, 8, ())
