@@ -7,9 +7,14 @@
 //   MODE 1: out = centre (a copy through the same indexing)
 //   MODE 2: out = left + centre + right (the row's neighbours only)
 //   MODE 3: out = up + centre + down (the column's neighbours only)
+//   MODE 4: a copy whose addresses do not depend on the shape: block b copies the
+//           BX x BY elements starting at b x BX x BY, thread t (= y x BX + x) element t
+//   MODE 5: a copy through a 32 x (BX x BY / 32) tile whatever the shape: thread t reads
+//           row t / 32, column t % 32 of the block's tile (the addresses of a 32-wide block
+//           in a block of any shape)
 //   NORM 1: each block sums its squared residues (warp shuffles, then warp 0) and adds the
 //           sum to one float with atomicAdd, as the Jacobi kernel does with cub.
-// Host: `stencil N MODE NORM` times every shape (median of 20 event-timed runs after 3
+// Host: `stencil N MODE NORM [BX BY]` (N a multiple of 1024) times every shape (or the one given) (median of 20 event-timed runs after 3
 // warm-ups), checks 4096 sampled interior points against the CPU, and prints one line a shape.
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +25,19 @@
 template <int BX, int BY, int MODE, int NORM>
 __global__ void __launch_bounds__(BX * BY)
 stencil(float* __restrict__ out, const float* __restrict__ in, float* __restrict__ norm, int n) {
+    const int t = threadIdx.y * BX + threadIdx.x;
+    if (MODE >= 4) {  // copies of the whole grid, block b = blockIdx.y x gridDim.x + blockIdx.x
+        const size_t b = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
+        size_t i;
+        if (MODE == 4) {
+            i = b * (BX * BY) + t;
+        } else {  // the block's tile: 32 columns, BX x BY / 32 rows, tiles laid out as the grid
+            const size_t tiles_x = (size_t)n / 32, tx = b % tiles_x, ty = b / tiles_x;
+            i = (ty * (BX * BY / 32) + t / 32) * n + tx * 32 + t % 32;
+        }
+        if (i < (size_t)n * n) out[i] = in[i];
+        return;
+    }
     const int ix = blockIdx.x * BX + threadIdx.x;
     const int iy = blockIdx.y * BY + threadIdx.y + 1;
     float r2 = 0.f;
@@ -35,7 +53,6 @@ stencil(float* __restrict__ out, const float* __restrict__ in, float* __restrict
     }
     if (NORM) {
         __shared__ float part[32];
-        const int t = threadIdx.y * BX + threadIdx.x;
         for (int o = 16; o; o >>= 1) r2 += __shfl_down_sync(0xffffffffu, r2, o);
         if (t % 32 == 0) part[t / 32] = r2;
         __syncthreads();
@@ -48,10 +65,11 @@ stencil(float* __restrict__ out, const float* __restrict__ in, float* __restrict
 }
 
 typedef void (*kern_t)(float*, const float*, float*, int);
-struct Shape { int bx, by; kern_t k[4][2]; };
+struct Shape { int bx, by; kern_t k[6][2]; };
 
 #define K(BX, BY, M) {stencil<BX, BY, M, 0>, stencil<BX, BY, M, 1>}
-#define S(BX, BY) {BX, BY, {K(BX, BY, 0), K(BX, BY, 1), K(BX, BY, 2), K(BX, BY, 3)}}
+#define S(BX, BY) {BX, BY, {K(BX, BY, 0), K(BX, BY, 1), K(BX, BY, 2), K(BX, BY, 3), \
+                           K(BX, BY, 4), K(BX, BY, 5)}}
 static const Shape shapes[] = {
     S(32, 8), S(64, 4), S(256, 1),
     S(32, 16), S(64, 8), S(128, 4), S(256, 2), S(512, 1),
@@ -59,6 +77,7 @@ static const Shape shapes[] = {
 };
 
 static float expect(const std::vector<float>& h, int n, int mode, size_t i) {
+    if (mode >= 4) return h[i];
     if (mode == 0) return 0.25f * (h[i + 1] + h[i - 1] + h[i + n] + h[i - n]);
     if (mode == 1) return h[i];
     if (mode == 2) return h[i - 1] + h[i] + h[i + 1];
@@ -69,7 +88,7 @@ int main(int argc, char** argv) {
     if (argc != 4 && argc != 6) { fprintf(stderr, "usage: stencil N MODE NORM [BX BY]\n"); return 2; }
     const int n = atoi(argv[1]), mode = atoi(argv[2]), norm = atoi(argv[3]);
     const int only_bx = argc == 6 ? atoi(argv[4]) : 0, only_by = argc == 6 ? atoi(argv[5]) : 0;
-    if (n < 256 || n > 20000 || mode < 0 || mode > 3 || norm < 0 || norm > 1) {
+    if (n < 256 || n > 20000 || n % 1024 || mode < 0 || mode > 5 || norm < 0 || norm > 1) {
         fprintf(stderr, "stencil: bad arguments\n"); return 2;
     }
     const size_t cells = (size_t)n * n;
@@ -87,7 +106,9 @@ int main(int argc, char** argv) {
     for (const Shape& s : shapes) {
         if (only_bx && (s.bx != only_bx || s.by != only_by)) continue;
         kern_t k = s.k[mode][norm];
-        dim3 block(s.bx, s.by), grid((n + s.bx - 1) / s.bx, (n - 2 + s.by - 1) / s.by);
+        // the copies of MODE 4 and 5 cover the whole grid: n x n / (BX x BY) blocks
+        dim3 block(s.bx, s.by), grid((n + s.bx - 1) / s.bx,
+                                     mode >= 4 ? n / s.by : (n - 2 + s.by - 1) / s.by);
         cudaMemset(out, 0xff, cells * sizeof(float));
         std::vector<float> ms;
         for (int r = 0; r < 23; r++) {
