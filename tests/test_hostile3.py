@@ -219,3 +219,16 @@ def test_a_cuda_looking_path_must_be_a_system_install(tmp_path: Path,
         monkeypatch.setattr(keys, "_INSTALLED", re.compile(
             r"/(usr/local|opt)/cuda(-[0-9][0-9.]*)?/bin/nvcc"))
         assert keys._installed_nvcc(Path(real))
+
+
+def test_resources_names_its_own_options(tmp_path: Path) -> None:
+    """`resources`' -I and --flag are checked as the options they are: a missing folder and
+    a refused flag name the option (not a manifest's include_dirs or flags), exit 2."""
+    (tmp_path / "k.cu").write_text("__global__ void k(float* a) { a[0] = 1; }\n")
+    r, _ = run(["resources", "k.cu", "-I", "no_such_dir", "--arch", "sm_90"], tmp_path)
+    one_error_line(r)
+    assert "-I no_such_dir: no such folder" in r.stderr
+    r, _ = run(["resources", "k.cu", "--flag=-Xfoo", "--arch", "sm_90"], tmp_path)
+    one_error_line(r)
+    assert r.stderr.startswith("Error: --flag: flag -Xfoo is not accepted")
+    assert "include folders go in -I" in r.stderr and "include_dirs" not in r.stderr

@@ -342,6 +342,13 @@ def test_nvrtc_gets_its_own_spelling_and_errors_name_the_real_blocker(tmp_path: 
     with pytest.raises(OccupancyError) as e:
         compile_build(make_build(host, "sm_70", flags=["--extended-lambda"]))
     assert "this file has host code" in str(e.value) and "sm_70 then needs a CUDA 12 nvcc" in str(e.value)
+    # a header found nowhere is the file's own error: no word of host code or another nvcc
+    own = tmp_path / "own.cu"
+    own.write_text('#include "not_written_yet.h"\n__global__ void k(float* x) { x[0] = 1; }\n')
+    with pytest.raises(OccupancyError) as e:
+        compile_build(make_build(own, "sm_70"))
+    assert "not_written_yet.h" in str(e.value) and "host code" not in str(e.value)
+    assert "CUDA 12 nvcc" not in str(e.value)
 
 
 # --- the compiler per architecture ----------------------------------------------------------

@@ -12,6 +12,7 @@ from occupancy.cli.common import (
     main,
     translate_errors,
 )
+from occupancy.inputs.safety import inert
 from occupancy.output.emit import emit
 
 
@@ -91,6 +92,7 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     for a in archs:
         if not re.fullmatch(r"sm_\d{2,3}a?", a):
             raise InputError(f"--arch {a!r}: use sm_XX, e.g. sm_80")
+    check_options(include_dirs, flags)
     wanted = list(dict.fromkeys([*archs, *[arch_of(d) for d in devs]])) or ["sm_80"]
     listed = []
     for f in files:
@@ -103,3 +105,16 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     from occupancy.output.answers import Listing
 
     emit(Listing(listed), "json" if as_json else "text")
+
+
+def check_options(include_dirs: tuple[str, ...], flags: tuple[str, ...]) -> None:
+    """resources' -I and --flag, checked as the options they are (a missing folder, a flag
+    refused), before any file is read."""
+    import os
+
+    from occupancy.inputs.flags import check_flags
+
+    for d in include_dirs:
+        if not os.path.isdir(d):
+            raise InputError(f"-I {inert(d)}: no such folder")
+    check_flags(list(flags), "--flag", includes="-I")

@@ -79,7 +79,7 @@ FLAG_HELP = ("-std=c++17, --use_fast_math, -maxrregcount=N, -rdc=true, -dc, -G, 
              "-Wno-deprecated-gpu-targets, -Werror all-warnings, --diag-suppress=N, "
              "-Xcompiler -fopenmp (host options that run nothing and write nothing), -Xlinker X, "
              "-lLIB, -LDIR, "
-             "-DNAME=VALUE, -UNAME (include folders go in include_dirs)")
+             "-DNAME=VALUE, -UNAME")
 
 # Options that take their value as the next token, and the one-token spelling they become.
 _PAIRED = {"-Xcompiler": "-Xcompiler=", "--compiler-options": "-Xcompiler=",
@@ -132,8 +132,10 @@ def _ptxas_items(flag: str) -> list[str]:
     return [f"-Xptxas={item}" for item in flag.split("=", 1)[1].split(",")]
 
 
-def check_flags(flags: Sequence[object], where: str) -> tuple[tuple[str, ...], dict[str, str]]:
-    """Validate manifest flags against the whitelist; -D/-U become defines (typed)."""
+def check_flags(flags: Sequence[object], where: str, includes: str = "include_dirs"
+                ) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Validate manifest flags against the whitelist; -D/-U become defines (typed).
+    `includes`: where include folders go instead (a manifest's key, or the CLI's -I)."""
     out: list[str] = []
     defines: dict[str, str] = {}
     for tok in _tokens(flags, where):
@@ -150,7 +152,7 @@ def check_flags(flags: Sequence[object], where: str) -> tuple[tuple[str, ...], d
                 continue
             raise OccupancyError(f"{where}: flag {inert(f)} is not accepted (flags that choose the "
                                  "arch, write files or run programs are refused); accepted: "
-                                 f"{FLAG_HELP}")
+                                 f"{FLAG_HELP} (include folders go in {includes})")
     return tuple(out), defines
 
 
