@@ -212,6 +212,23 @@ def test_a_cuda_looking_path_must_be_a_system_install(tmp_path: Path,
     assert not keys._installed_nvcc(fake)
     with pytest.raises(OccupancyError, match="root's and writable by no one else"):
         keys.parse_compilers({"sm_70": str(fake)}, tmp_path, 1)
+    # each condition on its own, on a made-up tree: the file and every folder above it
+    # root's (uid 0) and writable by neither group nor others
+    tree = {"/": (0, 0o755), "/opt": (0, 0o755), "/opt/cuda-9": (0, 0o755),
+            "/opt/cuda-9/bin": (0, 0o755), "/opt/cuda-9/bin/nvcc": (0, 0o755)}
+
+    def fake_stat(path: str) -> os.stat_result:
+        uid, mode = tree[path]
+        return os.stat_result((mode, 0, 0, 1, uid, 0, 0, 0, 0, 0))
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "stat", fake_stat)
+        assert keys.system_owned("/opt/cuda-9/bin/nvcc")
+        for path, bad in (("/opt/cuda-9/bin/nvcc", (1000, 0o755)), ("/opt/cuda-9", (1000, 0o755)),
+                          ("/opt/cuda-9/bin", (0, 0o775)), ("/opt", (0, 0o757))):
+            good, tree[path] = tree[path], bad
+            assert not keys.system_owned("/opt/cuda-9/bin/nvcc"), (path, bad)
+            tree[path] = good
     # a real install passes: root's, 755 all the way up
     real = "/usr/local/cuda/bin/nvcc"
     if os.path.exists(real) and os.stat(os.path.realpath(real)).st_uid == 0:
@@ -232,3 +249,35 @@ def test_resources_names_its_own_options(tmp_path: Path) -> None:
     one_error_line(r)
     assert r.stderr.startswith("Error: --flag: flag -Xfoo is not accepted")
     assert "include folders go in -I" in r.stderr and "include_dirs" not in r.stderr
+
+
+def test_a_link_to_the_real_nvcc_does_not_bring_its_own_profile(tmp_path: Path) -> None:
+    """A repository's `cuda-1/bin/nvcc` that links to the system's nvcc passes as the install
+    (its path resolves there), but nvcc reads nvcc.profile, which names the programs it runs,
+    from the folder it was started from: the link's folder, the repository's. The install's
+    own path is what runs."""
+    from occupancy.build.compilers import nvcc_path
+    from tests.needs import need
+
+    installs = [os.path.realpath(p) for p in (str(nvcc_path()), "/usr/local/cuda/bin/nvcc")]
+    found = next((p for p in installs
+                  if os.path.isfile(os.path.join(os.path.dirname(p), "nvcc.profile"))), None)
+    need(found, "a CUDA install's nvcc with its nvcc.profile")
+    nvcc = str(found)
+    bin_ = tmp_path / "cuda-1" / "bin"
+    bin_.mkdir(parents=True)
+    (bin_ / "nvcc").symlink_to(nvcc)
+    (bin_ / "ptxas").symlink_to(os.path.join(os.path.dirname(nvcc), "ptxas"))
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "cicc").write_text(f"#!/bin/sh\necho ran > {tmp_path / 'RAN'}\nexit 1\n")
+    (evil / "cicc").chmod(0o755)
+    profile = Path(os.path.dirname(nvcc), "nvcc.profile").read_text()
+    (bin_ / "nvcc.profile").write_text(f"CICC_PATH = {evil}\n" + "\n".join(
+        ln for ln in profile.splitlines() if not ln.startswith("CICC_PATH")) + "\n")
+    (tmp_path / "k.cu").write_text("__global__ void k(float* a) { a[0] = 1; }\n")
+    (tmp_path / "m.yaml").write_text("devices: [h100]\ncompilers: {sm_90: cuda-1/bin/nvcc}\n"
+                                     "kernels:\n  - {name: k, source: k.cu, block: 256}\n")
+    r, _ = run(["check", "m.yaml"], tmp_path, env={"OCCUPANCY_CACHE_DIR": str(tmp_path / "c")})
+    assert not (tmp_path / "RAN").exists(), r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr

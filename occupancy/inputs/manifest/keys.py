@@ -237,13 +237,17 @@ def parse_compilers(v: Any, base: Path, line: int | None) -> dict[str, str]:
         q = beside(base, path)
         if not regular_file(q):
             raise EntryError(f"compilers.{arch}: no such file {inert(str(q))}", line)
-        if not _installed_nvcc(q) and os.environ.get(TRUST_COMPILERS) != "1":
+        installed = _installed_nvcc(q)
+        if not installed and os.environ.get(TRUST_COMPILERS) != "1":
             raise EntryError(f"compilers.{arch}: {inert(str(q))} is not the nvcc of a CUDA "
                              "install (/usr/local/cuda-X.Y/bin/nvcc, $CUDA_HOME's, the one on "
                              "PATH; one under /usr/local or /opt must be root's and writable by no one "
                              "else), and a manifest may not pick another program to run: set "
                              f"{TRUST_COMPILERS}=1 if you trust it", line)
-        out[arch] = str(q)
+        # the install's own path, links resolved: nvcc reads nvcc.profile (which names the
+        # programs it runs) from the folder it was started from, and ptxas is looked for
+        # there, so a link the repository ships beside its own profile must not be that folder
+        out[arch] = os.path.realpath(q) if installed else str(q)
     return out
 
 
