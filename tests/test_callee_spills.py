@@ -73,6 +73,26 @@ __device__ __noinline__ float mid(const float* a, int n) { return inner(a, n) * 
 __global__ void k(float* out, const float* a, int n) { out[threadIdx.x] = mid(a + threadIdx.x, n); }
 __global__ void k2(float* out, const float* a, int n) { out[threadIdx.x] = inner(a + threadIdx.x, n); }
 __global__ void plain(float* out) { out[threadIdx.x] = 1.f; }
+extern "C" __device__ __noinline__ float sp$ill(const float* a, int n) {
+    float v[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) v[i] = a[i * n];
+    float s = 0;
+#pragma unroll
+    for (int i = 0; i < 64; i++) s += v[i] * v[63 - i] + v[(i * 3) % 64];
+    return s;
+}
+__global__ void dollar(float* out, const float* a, int n) { out[threadIdx.x] = sp$ill(a, n); }
+// after every kernel and called by none: an -rdc log reports it after the last one
+__device__ __noinline__ float exported(const float* a, int n) {
+    float v[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) v[i] = a[i * n];
+    float s = 0;
+#pragma unroll
+    for (int i = 0; i < 64; i++) s += v[i] * v[63 - i] + v[(i * 5) % 64];
+    return s;
+}
 """
 
 
@@ -112,13 +132,42 @@ def test_no_spills_sees_what_a_kernel_calls(tmp_path: Path, rdc: bool) -> None:
     (tmp_path / "k.cu").write_text(KERNELS)
     entries = "".join(f"  - name: {n}\n    source: k.cu\n    block: 256\n    no_spills: true\n"
                       f"    flags: [-maxrregcount=32{', -rdc=true' if rdc else ''}]\n"
-                      for n in ("k", "k2", "plain"))
+                      for n in ("k", "k2", "plain", "dollar"))
     (tmp_path / "m.yaml").write_text("devices: [h100]\nkernels:\n" + entries)
     v = {x.kernel: x for x in evaluate(load_manifest(tmp_path / "m.yaml"), CheckResolver())}
     assert not v["k"].ok and "which it calls" in v["k"].problems[0], v["k"].problems
     assert "inner(float const*, int)" in v["k"].problems[0] and "mid(" in v["k"].problems[0]
     assert not v["k2"].ok and "inner(float const*, int)" in v["k2"].problems[0]
     assert v["plain"].ok, v["plain"].problems
+    # a name with a `$` of its own (`f$1` is ptxas's clone of f under -rdc); never `exported`
+    assert not v["dollar"].ok and "sp$ill" in v["dollar"].problems[0], v["dollar"].problems
+    assert "exported" not in v["dollar"].problems[0]
+
+
+def test_a_kernel_compiled_twice_counts_its_last_report() -> None:
+    """Two -gencode targets of one arch (or two logs appended) report a kernel twice: its
+    own spills count once, and it does not call itself."""
+    twice = WHOLE + WHOLE.replace("0 bytes gmem", "0 bytes gmem ")
+    got = parse_ptxas_log(twice)["sm_90"]
+    assert (got["_Z2k2PfPKfi"].spill_stores_bytes, got["_Z2k2PfPKfi"].spilling_callees) == \
+        (448, ("_Z5innerPKfi",))
+    saxpy = ("ptxas info    : Compiling entry function 'saxpy' for 'sm_80'\n"
+             "ptxas info    : Function properties for saxpy\n"
+             "    0 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+             "ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem\n")
+    (res,) = parse_ptxas_log(saxpy + saxpy)["sm_80"].values()
+    assert (res.spill_stores_bytes, res.spilling_callees) == (8, ())
+
+
+def test_an_rdc_log_said_so_attributes_nothing_by_order() -> None:
+    """A device function an -rdc log reports after the last kernel is not that kernel's."""
+    log = WHOLE.replace("ptxas info    : Function properties for _Z3midPKfi",
+                        "ptxas info    : Function properties for _Z8exportedPKfi")
+    assert parse_ptxas_log(log)["sm_90"]["_Z1kPfPKfi"].spilling_callees == \
+        ("_Z8exportedPKfi", "_Z5innerPKfi")  # whole-program: a clone reported after k is k's
+    assert parse_ptxas_log(log, relocatable=True)["sm_90"]["_Z1kPfPKfi"].spilling_callees == ()
+    nvlink = log + "nvlink info    : Function properties for '_Z1kPfPKfi':\n"
+    assert parse_ptxas_log(nvlink)["sm_90"]["_Z1kPfPKfi"].spilling_callees == ()
 
 
 def test_a_kernel_s_own_spills_count_once() -> None:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from occupancy.build.binaries import parse_cubin, ptx_entries, static_shared_from_cubin
+from occupancy.build.blockers import nvrtc_blocker
 from occupancy.build.cache import (
     _cache_add_mix,
     _cache_load,
@@ -24,7 +25,6 @@ from occupancy.build.cache import (
 )
 from occupancy.build.compilers import (
     COMPILER_HINT,
-    CUDA_ROOTS,
     TIMEOUT_S,
     Build,
     Compiler,
@@ -242,7 +242,7 @@ def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None,
     """ptxas's report (registers, smem, spills) plus the cubin's launch bounds and (`mix`)
     the SASS instruction mix of each kernel's hottest loop. A device-linked image (`linked`)
     overrides what the link fixes: registers, static smem, barriers and stack."""
-    sections = parse_ptxas_log(log, label="")
+    sections = parse_ptxas_log(log, label="", relocatable=build.rdc)
     found = sections.get(build.arch) or next(iter(sections.values()), {})
     binary = parse_cubin(cubin)
     bounds = ptx_entries(ptx) if ptx else {}
@@ -291,44 +291,10 @@ def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str
         raise CompileError(f"NVRTC {got['what']} failed: {inert(str(got['error']))}")
     if "log" in got:
         log = str(got["log"])
-        hint = _nvrtc_blocker(log, build.arch)
+        hint = nvrtc_blocker(log, build.arch)
         raise CompileError(f"{inert(build.shown)} for {build.arch}: {c.label}: "
                            f"{_first_errors(log, build)}{hint}")
     return str(got["ptx"]), {str(k): str(v) for k, v in got["lowered"].items()}
-
-
-_HOST_CODE = re.compile(r"host variables are not allowed|host functions are not allowed|"
-                        r"identifier \"(?:printf|malloc|cudaMalloc\w*|"
-                        r"cudaMemcpy\w*|fprintf)\" is undefined")
-_CANNOT_OPEN = re.compile(r"cannot open source file \"(?!cuda_|cooperative_groups|mma|cub/|thrust/|"
-                          r"cuda/|crt/|nv/)([\w/.+-]{1,200})\"")
-# where a host compiler finds its own headers (stdio.h, vector): NVRTC does not look there
-_HOST_INCLUDE = ("/usr/include", "/usr/local/include", "/usr/include/x86_64-linux-gnu",
-                 "/usr/include/aarch64-linux-gnu")
-
-
-def _host_header(log: str) -> bool:
-    """Whether NVRTC missed a header that the host compiler has (`#include <vector>`): host
-    code. A header found nowhere is the file's own error, not NVRTC's limit."""
-    import glob
-
-    dirs = [*_HOST_INCLUDE, *glob.glob("/usr/include/c++/*")]
-    return any(os.path.isfile(os.path.join(d, m.group(1))) for m in _CANNOT_OPEN.finditer(log)
-               if ".." not in m.group(1).split("/") for d in dirs)
-
-
-def _nvrtc_blocker(log: str, arch: str) -> str:
-    """What NVRTC cannot do that the file needs, and what builds it instead."""
-    where = (f"{arch} then needs a CUDA 12 nvcc (CUDA 13 starts at sm_75; none found on PATH, "
-             f"in $CUDA_HOME or under {CUDA_ROOTS}): install one and it is used (a manifest "
-             f"can name it: 'compilers: {{{arch}: /usr/local/cuda-12.X/bin/nvcc}}'); or give "
-             "its ptxas log or cubin")
-    if "requires --extended-lambda" in log:
-        return (" (the file has __host__ __device__ lambdas (nvcc --extended-lambda), which "
-                f"NVRTC cannot compile: {where})")
-    if _HOST_CODE.search(log) or _host_header(log):
-        return f" (NVRTC builds device code only and this file has host code: {where})"
-    return ""
 
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
@@ -543,7 +509,8 @@ def _compile_once(build: Build, want: str | None = None, loop_mix: bool = True,
         raise
     for f in (*build.link, *deps):
         note_input(f)  # what the compiler read: the linked sources and every header
-    called = {c: c.split("$")[0] for v in found.values() for c in v.spilling_callees}
+    # ptxas names a clone of `f` in an -rdc build `f$1`: demangled as `f`
+    called = {c: re.sub(r"\$\d+$", "", c) for v in found.values() for c in v.spilling_callees}
     names = demangle([*found, *called.values()])
     found = {k: replace(v, demangled=names.get(k, k), spilling_callees=tuple(dict.fromkeys(
         names.get(called[c], c) for c in v.spilling_callees))) for k, v in found.items()}

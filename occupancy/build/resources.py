@@ -83,6 +83,7 @@ _SMEM = re.compile(r"(\d{1,12}) bytes smem")
 _BARS = re.compile(r"used (\d{1,6}) barriers")
 # the frames of the kernel and of what it calls (ptxas -v; cuobjdump's STACK): the stack
 _CUMULATIVE = re.compile(r"(\d{1,12}) bytes cumulative stack size")
+_GMEM = re.compile(r"ptxas info\s*:\s*\d{1,12} bytes gmem")
 _COMPILING_ARCH = re.compile(r"for '(sm_\w+)'")
 # a count over the 12 digits the patterns above read, where ptxas writes a count (a
 # compiler warning that quotes a source line with a long number is no count)
@@ -96,24 +97,29 @@ _NVLINK_USED = re.compile(r"nvlink info\s*:\s*used (\d{1,6}) registers, used (\d
 LogSections = dict[str, dict[str, KernelResources]]
 
 
-def parse_ptxas_log(text: str, label: str = "ptxas log") -> LogSections:
+def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = False
+                    ) -> LogSections:
     """Resources per architecture, then per function, from `ptxas -v` output (or
     `nvcc -Xptxas -v`, several -gencode targets included: each entry line names its arch).
-    A log whose lines name no arch lands under the key ''."""
+    A log whose lines name no arch lands under the key ''. `relocatable`: the log of an -rdc
+    build, whose device functions' spills it does not attribute (_Callees)."""
     found: dict[tuple[str, str], dict[str, int]] = {}
     current: tuple[str, str] | None = None
     arch = ""
     entry: dict[str, str] = {}  # arch -> the kernel whose compile ptxas is reporting
-    callees = _Callees()
+    callees = _Callees(relocatable or bool(_NVLINK_PROPS.search(text)))
     for number, line in enumerate(text.splitlines(), 1):
         if _TOO_LONG.search(line):
             raise OccupancyError(f"{label or 'ptxas output'}: line {number}: a number of over 12 "
                                  "digits where ptxas writes a resource count: not a ptxas log")
+        if _GMEM.search(line):
+            entry.clear()  # a compile of its own begins: no kernel reported in it yet
         m = _ENTRY.search(line)
         if m:
             arch = m.group(2)
             current = (arch, m.group(1))
             entry[arch] = m.group(1)
+            callees.restart(arch, m.group(1))
             found.setdefault(current, {})
             continue
         a = _COMPILING_ARCH.search(line)
@@ -204,14 +210,23 @@ class _Callees:
     clones right after the kernel's own report, each as `Function properties for NAME`
     with no `Used ... registers` line of its own: those blocks are the kernel's. A
     relocatable build (-rdc) reports its device functions once each, some before any
-    kernel: its log does not say who calls them (builds.py reads the cubin's call graph)."""
+    kernel, others after the last one whether it calls them or not: its log does not say who
+    calls what (builds.py reads the cubin's call graph), and nothing is attributed."""
 
-    def __init__(self) -> None:
+    def __init__(self, relocatable: bool) -> None:
         self.blocks: dict[tuple[str, str], list[list[int]]] = {}
         self.names: dict[tuple[str, str], list[str]] = {}
-        self.relocatable = False  # a function reported before any kernel: -rdc
+        # -rdc: known, or a function reported before any kernel of its compile
+        self.relocatable = relocatable
         self.own: set[tuple[str, str]] = set()  # kernels whose own report was read
         self.last: list[int] | None = None
+
+    def restart(self, arch: str, kernel: str) -> None:
+        """ptxas compiles `kernel` (again: a log with two -gencode targets of one arch, or
+        two logs appended, reports it twice; the last report counts, as for its own line)."""
+        self.blocks.pop((arch, kernel), None)
+        self.names.pop((arch, kernel), None)
+        self.own.discard((arch, kernel))
 
     def open(self, arch: str, kernel: str | None, name: str) -> None:
         """A `Function properties for NAME` block while ptxas reports `kernel`."""
