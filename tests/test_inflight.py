@@ -26,11 +26,18 @@ def _traffic(complete: bool = True, **counts: float) -> Traffic:
 
 
 def test_a_warp_reads_from_dram_its_share_of_the_declared_bytes() -> None:
-    whole = _traffic(global_loads=4.0, load_bytes=512.0)
+    whole = _traffic(global_loads=4.0, load_bytes=512.0, global_store_sectors=4.0)
     # 1,000 warps reading 128 KB and writing as much: 128 B read a warp
     assert dram_reads_per_warp(whole, 1000.0, 256_000.0, 0.5) == pytest.approx(128.0)
     assert dram_reads_per_warp(whole, 1000.0, 256_000.0, None) == pytest.approx(128.0)
     assert dram_reads_per_warp(whole, 1000.0, 256_000.0, 0.0) == pytest.approx(256.0)
+    # x = a x + y in place: x counts as written whole in the share (1/2), but the warp
+    # stores 128 B of its 384: it reads 256
+    axpy = _traffic(global_loads=2.0, load_bytes=256.0, global_store_sectors=4.0)
+    assert dram_reads_per_warp(axpy, 1000.0, 384_000.0, 0.5) == pytest.approx(256.0)
+    # a copy: the share and the stores agree
+    copy = _traffic(global_loads=1.0, load_bytes=128.0, global_store_sectors=4.0)
+    assert dram_reads_per_warp(copy, 1000.0, 256_000.0, 0.5) == pytest.approx(128.0)
     # a loop iteration (a GEMM's tile loop re-reads L2) and no declared bytes: no cap
     assert dram_reads_per_warp(_traffic(False, global_loads=4.0, load_bytes=512.0), 1000.0, 256_000.0,
                                0.5) is None
@@ -47,7 +54,7 @@ def test_loads_other_warps_fetched_keep_no_dram_bytes_in_flight() -> None:
 
     def ms(loads: float) -> float:
         t = _traffic(global_loads=loads, load_bytes=128.0 * loads, global_load_lines=loads,
-                     steps=40.0)
+                     global_stores=1.0, global_store_sectors=4.0, steps=40.0)
         return predict_work(dev, occ, grid, 0.0, 8.0 * cells, 16, None, t, 0.5).predicted_ms
 
     assert ms(4.0) == pytest.approx(ms(1.0), rel=0.02)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
 
+SECTOR_BYTES = 32  # what a store sector holds
+
 if TYPE_CHECKING:
     from occupancy.tune.ptx_counters import Traffic
 
@@ -51,8 +53,10 @@ def dram_reads_per_warp(traffic: Traffic | None, units: float, dram_bytes: float
                        write_share: float | None) -> float | None:
     """The DRAM bytes a warp reads over its whole run, where ptxsim followed it to its end
     (`units` is then the grid's warps): the declared bytes (with the re-reads L2 misses)
-    less the share written (unknown: the copy's half). None for a run measured per loop
-    iteration, whose warps read their tiles from L2 again and again (a GEMM).
+    less the share written (unknown: the copy's half), or less the bytes the warp stores,
+    whichever leaves more (an array read and written in place counts as written whole in
+    the share: `x = a x + y` reads 2/3 of its bytes, not 1/2). None for a run measured per
+    loop iteration, whose warps read their tiles from L2 again and again (a GEMM).
 
     A warp cannot keep more DRAM bytes in flight than it reads from DRAM. A 5-point
     stencil's warp issues its 4 loads together (512 B), but every line of the grid is
@@ -62,4 +66,6 @@ def dram_reads_per_warp(traffic: Traffic | None, units: float, dram_bytes: float
     (bench/results/h200-stencil; docs/model.md item 49)."""
     if traffic is None or not traffic.complete or not units or not dram_bytes:
         return None
-    return dram_bytes * (1 - (0.5 if write_share is None else write_share)) / units
+    per_warp = dram_bytes / units
+    by_share = per_warp * (1 - (0.5 if write_share is None else write_share))
+    return max(by_share, per_warp - traffic.global_store_sectors * SECTOR_BYTES)
