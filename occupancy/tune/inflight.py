@@ -64,8 +64,13 @@ def dram_reads_per_warp(traffic: Traffic | None, units: float, dram_bytes: float
     the model had bench/stencil's 5-point kernel hide the DRAM latency 4x better than a copy
     through the same indexing and 35-40% too fast, where it runs slower than the copy
     (bench/results/h200-stencil; docs/model.md item 49)."""
-    if traffic is None or not traffic.complete or not units or not dram_bytes:
-        return None
+    if traffic is None or not traffic.complete or not units or not dram_bytes \
+            or not traffic.global_loads:
+        return None  # no run followed to its end, or nothing loaded: nothing to cap
     per_warp = dram_bytes / units
     by_share = per_warp * (1 - (0.5 if write_share is None else write_share))
-    return max(by_share, per_warp - traffic.global_store_sectors * SECTOR_BYTES)
+    # never under one of its loads: a warp that loads waits for at least that (a table
+    # lookup reads next to nothing from DRAM, a fill of stores nothing: without the floor
+    # their hiding went to 0 and the DRAM roof up 1,000x)
+    return max(by_share, per_warp - traffic.global_store_sectors * SECTOR_BYTES,
+               traffic.load_bytes / traffic.global_loads)
