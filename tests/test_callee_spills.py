@@ -126,12 +126,14 @@ def test_reachable_cuts_a_recursion() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rdc", [False, True])
-def test_no_spills_sees_what_a_kernel_calls(tmp_path: Path, rdc: bool) -> None:
+@pytest.mark.parametrize("extra", ["", ", -rdc=true", ", -G"])
+def test_no_spills_sees_what_a_kernel_calls(tmp_path: Path, extra: str) -> None:
+    """Whole-program (clones after each kernel), -rdc and -G (functions compiled once each,
+    the cubin's call graph)."""
     need_nvcc()
     (tmp_path / "k.cu").write_text(KERNELS)
     entries = "".join(f"  - name: {n}\n    source: k.cu\n    block: 256\n    no_spills: true\n"
-                      f"    flags: [-maxrregcount=32{', -rdc=true' if rdc else ''}]\n"
+                      f"    flags: [-maxrregcount=32{extra}]\n"
                       for n in ("k", "k2", "plain", "dollar"))
     (tmp_path / "m.yaml").write_text("devices: [h100]\nkernels:\n" + entries)
     v = {x.kernel: x for x in evaluate(load_manifest(tmp_path / "m.yaml"), CheckResolver())}
@@ -157,6 +159,29 @@ def test_a_kernel_compiled_twice_counts_its_last_report() -> None:
              "ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem\n")
     (res,) = parse_ptxas_log(saxpy + saxpy)["sm_80"].values()
     assert (res.spill_stores_bytes, res.spilling_callees) == (8, ())
+
+
+def test_functions_compiled_on_their_own_are_attributed_by_no_order() -> None:
+    """-G (and -rdc) compile each function once, each with its own `Compile time` line, and
+    report them anywhere: a log alone does not say who calls them."""
+    log = """\
+ptxas info    : 0 bytes gmem
+ptxas info    : Function properties for _Z5innerPKfi
+    272 bytes stack frame, 12 bytes spill stores, 12 bytes spill loads
+ptxas info    : Compile time = 30.1 ms
+ptxas info    : Compiling entry function '_Z1kPfPKfi' for 'sm_90'
+ptxas info    : Function properties for _Z1kPfPKfi
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 24 registers, used 0 barriers, 296 bytes cumulative stack size
+ptxas info    : Compile time = 3.2 ms
+ptxas info    : Function properties for _Z6lib_fnPKfi
+    512 bytes stack frame, 596 bytes spill stores, 764 bytes spill loads
+ptxas info    : Compile time = 40.7 ms
+"""
+    assert parse_ptxas_log(log)["sm_90"]["_Z1kPfPKfi"].spilling_callees == ()
+    # the same function reported after the kernel, with no earlier one: still its own compile
+    tail = log[log.index("ptxas info    : Compiling"):]
+    assert parse_ptxas_log(tail)["sm_90"]["_Z1kPfPKfi"].spilling_callees == ()
 
 
 def test_an_rdc_log_said_so_attributes_nothing_by_order() -> None:

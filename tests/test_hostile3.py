@@ -209,7 +209,7 @@ def test_a_cuda_looking_path_must_be_a_system_install(tmp_path: Path,
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
     monkeypatch.setenv("PATH", "/nonexistent")
-    assert not keys._installed_nvcc(fake)
+    assert keys._installed_nvcc(fake) is None
     with pytest.raises(OccupancyError, match="root's and writable by no one else"):
         keys.parse_compilers({"sm_70": str(fake)}, tmp_path, 1)
     # each condition on its own, on a made-up tree: the file and every folder above it
@@ -235,7 +235,14 @@ def test_a_cuda_looking_path_must_be_a_system_install(tmp_path: Path,
         assert keys.system_owned(os.path.realpath(real))
         monkeypatch.setattr(keys, "_INSTALLED", re.compile(
             r"/(usr/local|opt)/cuda(-[0-9][0-9.]*)?/bin/nvcc"))
-        assert keys._installed_nvcc(Path(real))
+        assert keys._installed_nvcc(Path(real)) == real  # a folder only root writes to: as named
+    # the user's own $CUDA_HOME, whatever its nvcc links to, runs as named: its folder holds
+    # the install's nvcc.profile and ptxas
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "nvcc").symlink_to(fake)
+    monkeypatch.setenv("CUDA_HOME", str(home))
+    assert keys._installed_nvcc(home / "bin" / "nvcc") == str(home / "bin" / "nvcc")
 
 
 def test_resources_names_its_own_options(tmp_path: Path) -> None:
@@ -244,7 +251,9 @@ def test_resources_names_its_own_options(tmp_path: Path) -> None:
     (tmp_path / "k.cu").write_text("__global__ void k(float* a) { a[0] = 1; }\n")
     r, _ = run(["resources", "k.cu", "-I", "no_such_dir", "--arch", "sm_90"], tmp_path)
     one_error_line(r)
-    assert "-I no_such_dir: no such folder" in r.stderr
+    assert "-I 'no_such_dir': no such folder" in r.stderr
+    r, _ = run(["resources", "k.cu", "-I", "a\nb", "--arch", "sm_90"], tmp_path)
+    one_error_line(r)  # a control character in the folder's name: refused, shown escaped
     r, _ = run(["resources", "k.cu", "--flag=-Xfoo", "--arch", "sm_90"], tmp_path)
     one_error_line(r)
     assert r.stderr.startswith("Error: --flag: flag -Xfoo is not accepted")
@@ -281,3 +290,16 @@ def test_a_link_to_the_real_nvcc_does_not_bring_its_own_profile(tmp_path: Path) 
     r, _ = run(["check", "m.yaml"], tmp_path, env={"OCCUPANCY_CACHE_DIR": str(tmp_path / "c")})
     assert not (tmp_path / "RAN").exists(), r.stderr
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_host_header_hint_looks_only_in_the_host_s_folders() -> None:
+    """NVRTC's "cannot open source file" is host code only for a header in the host
+    compiler's folders; a name from the log never reaches outside them (absolute, `..`)."""
+    from occupancy.build.blockers import _host_header
+
+    log = 'error: cannot open source file "{}"'
+    assert not _host_header(log.format("/etc/passwd"))
+    assert not _host_header(log.format("../../etc/passwd"))
+    assert not _host_header(log.format("not_written_yet.h"))
+    if os.path.isfile("/usr/include/stdio.h"):
+        assert _host_header(log.format("stdio.h"))

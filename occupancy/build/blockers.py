@@ -24,8 +24,10 @@ def _host_header(log: str) -> bool:
     import glob
 
     dirs = [*_HOST_INCLUDE, *glob.glob("/usr/include/c++/*")]
+    # only a name inside those folders: not absolute, no `..` (a log is the file's words)
     return any(os.path.isfile(os.path.join(d, m.group(1))) for m in _CANNOT_OPEN.finditer(log)
-               if ".." not in m.group(1).split("/") for d in dirs)
+               if not os.path.isabs(m.group(1)) and ".." not in m.group(1).split("/")
+               for d in dirs)
 
 
 def nvrtc_blocker(log: str, arch: str) -> str:

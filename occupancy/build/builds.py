@@ -242,9 +242,10 @@ def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None,
     """ptxas's report (registers, smem, spills) plus the cubin's launch bounds and (`mix`)
     the SASS instruction mix of each kernel's hottest loop. A device-linked image (`linked`)
     overrides what the link fixes: registers, static smem, barriers and stack."""
-    sections = parse_ptxas_log(log, label="", relocatable=build.rdc)
-    found = sections.get(build.arch) or next(iter(sections.values()), {})
     binary = parse_cubin(cubin)
+    # a call graph in the cubin (-rdc, -G: functions compiled once each) says who calls what
+    sections = parse_ptxas_log(log, label="", relocatable=build.rdc or bool(binary.calls))
+    found = sections.get(build.arch) or next(iter(sections.values()), {})
     bounds = ptx_entries(ptx) if ptx else {}
     mixes = _loop_mixes(cubin) if mix else {}
     called = device_function_spills(log) if binary.calls else {}

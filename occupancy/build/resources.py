@@ -84,6 +84,7 @@ _BARS = re.compile(r"used (\d{1,6}) barriers")
 # the frames of the kernel and of what it calls (ptxas -v; cuobjdump's STACK): the stack
 _CUMULATIVE = re.compile(r"(\d{1,12}) bytes cumulative stack size")
 _GMEM = re.compile(r"ptxas info\s*:\s*\d{1,12} bytes gmem")
+_COMPILE_TIME = re.compile(r"ptxas info\s*:\s*Compile time")
 _COMPILING_ARCH = re.compile(r"for '(sm_\w+)'")
 # a count over the 12 digits the patterns above read, where ptxas writes a count (a
 # compiler warning that quotes a source line with a long number is no count)
@@ -114,6 +115,8 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
                                  "digits where ptxas writes a resource count: not a ptxas log")
         if _GMEM.search(line):
             entry.clear()  # a compile of its own begins: no kernel reported in it yet
+        if _COMPILE_TIME.search(line):
+            callees.compiled()
         m = _ENTRY.search(line)
         if m:
             arch = m.group(2)
@@ -208,10 +211,11 @@ class _Callees:
     """The device functions whose spills a kernel's own line leaves out. A whole-program
     build clones each function a kernel calls into that kernel, and ptxas reports the
     clones right after the kernel's own report, each as `Function properties for NAME`
-    with no `Used ... registers` line of its own: those blocks are the kernel's. A
-    relocatable build (-rdc) reports its device functions once each, some before any
-    kernel, others after the last one whether it calls them or not: its log does not say who
-    calls what (builds.py reads the cubin's call graph), and nothing is attributed."""
+    with no `Used ... registers` line and no `Compile time` line of their own: those blocks
+    are the kernel's. A build that compiles each function once (-rdc, or -G) reports each
+    with its own `Compile time`, some before any kernel, others after the last one whether
+    it calls them or not: its log does not say who calls what (builds.py reads the cubin's
+    call graph), and nothing is attributed."""
 
     def __init__(self, relocatable: bool) -> None:
         self.blocks: dict[tuple[str, str], list[list[int]]] = {}
@@ -220,6 +224,7 @@ class _Callees:
         self.relocatable = relocatable
         self.own: set[tuple[str, str]] = set()  # kernels whose own report was read
         self.last: list[int] | None = None
+        self.in_function = False  # the block being read is a device function's
 
     def restart(self, arch: str, kernel: str) -> None:
         """ptxas compiles `kernel` (again: a log with two -gencode targets of one arch, or
@@ -227,13 +232,21 @@ class _Callees:
         self.blocks.pop((arch, kernel), None)
         self.names.pop((arch, kernel), None)
         self.own.discard((arch, kernel))
+        self.in_function = False
+
+    def compiled(self) -> None:
+        """A `Compile time` line: after a device function's block, it was compiled on its
+        own (-rdc, -G), not cloned into the kernel before it."""
+        if self.in_function:
+            self.relocatable = True
 
     def open(self, arch: str, kernel: str | None, name: str) -> None:
         """A `Function properties for NAME` block while ptxas reports `kernel`."""
         self.last = None
+        self.in_function = kernel is None or name != kernel or (arch, kernel) in self.own
         if kernel is None:
             self.relocatable = True
-        elif name == kernel and (arch, kernel) not in self.own:
+        elif not self.in_function:
             self.own.add((arch, kernel))
         else:
             self.last = [0, 0]

@@ -12,7 +12,7 @@ from occupancy.cli.common import (
     main,
     translate_errors,
 )
-from occupancy.inputs.safety import inert
+from occupancy.inputs.safety import excerpt, safe_path
 from occupancy.output.emit import emit
 
 
@@ -115,6 +115,7 @@ def check_options(include_dirs: tuple[str, ...], flags: tuple[str, ...]) -> None
     from occupancy.inputs.flags import check_flags
 
     for d in include_dirs:
+        safe_path(d, f"-I {excerpt(d)}")
         if not os.path.isdir(d):
-            raise InputError(f"-I {inert(d)}: no such folder")
+            raise InputError(f"-I {excerpt(d)}: no such folder")
     check_flags(list(flags), "--flag", includes="-I")

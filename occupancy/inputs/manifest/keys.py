@@ -206,20 +206,28 @@ def system_owned(path: str) -> bool:
         here = parent
 
 
-def _installed_nvcc(q: Path) -> bool:
-    """Whether `q` is a CUDA install's nvcc: /usr/local/cuda[-X.Y]/bin/nvcc, /opt/cuda...
-    where the system put it (root's, writable by no one else: system_owned), $CUDA_HOME's
-    or $CUDA_PATH's, or the nvcc on PATH (links followed)."""
+def _installed_nvcc(q: Path) -> str | None:
+    """The path to run where `q` is a CUDA install's nvcc: /usr/local/cuda[-X.Y]/bin/nvcc,
+    /opt/cuda... where the system put it (root's, writable by no one else: system_owned),
+    $CUDA_HOME's or $CUDA_PATH's, or the nvcc on PATH (links followed); None where it is
+    not. nvcc reads nvcc.profile (which names the programs it runs) from the folder it was
+    started from, and ptxas is looked for there: `q` as named where that folder is the
+    user's own choice ($CUDA_HOME's, PATH's) or no one but root writes to it, else the
+    install's own path, links resolved (a repository's link to the system nvcc must not
+    bring a profile of its own)."""
     import os
     import shutil
 
     real = os.path.realpath(q)
-    if _INSTALLED.fullmatch(real) and system_owned(real):
-        return True
-    mine = [os.path.join(os.environ[v], "bin", "nvcc") for v in ("CUDA_HOME", "CUDA_PATH")
-            if os.environ.get(v)]
     on_path = shutil.which("nvcc")
-    return any(os.path.realpath(x) == real for x in (*mine, *([on_path] if on_path else [])))
+    mine = [os.path.join(os.environ[v], "bin", "nvcc") for v in ("CUDA_HOME", "CUDA_PATH")
+            if os.environ.get(v)] + ([on_path] if on_path else [])
+    if any(os.path.abspath(x) == os.path.abspath(q) for x in mine):
+        return str(q)
+    if (_INSTALLED.fullmatch(real) and system_owned(real)) or \
+            any(os.path.realpath(x) == real for x in mine):
+        return str(q) if system_owned(os.path.dirname(os.path.abspath(q))) else real
+    return None
 
 
 def parse_compilers(v: Any, base: Path, line: int | None) -> dict[str, str]:
@@ -238,16 +246,13 @@ def parse_compilers(v: Any, base: Path, line: int | None) -> dict[str, str]:
         if not regular_file(q):
             raise EntryError(f"compilers.{arch}: no such file {inert(str(q))}", line)
         installed = _installed_nvcc(q)
-        if not installed and os.environ.get(TRUST_COMPILERS) != "1":
+        if installed is None and os.environ.get(TRUST_COMPILERS) != "1":
             raise EntryError(f"compilers.{arch}: {inert(str(q))} is not the nvcc of a CUDA "
                              "install (/usr/local/cuda-X.Y/bin/nvcc, $CUDA_HOME's, the one on "
                              "PATH; one under /usr/local or /opt must be root's and writable by no one "
                              "else), and a manifest may not pick another program to run: set "
                              f"{TRUST_COMPILERS}=1 if you trust it", line)
-        # the install's own path, links resolved: nvcc reads nvcc.profile (which names the
-        # programs it runs) from the folder it was started from, and ptxas is looked for
-        # there, so a link the repository ships beside its own profile must not be that folder
-        out[arch] = os.path.realpath(q) if installed else str(q)
+        out[arch] = installed or str(q)
     return out
 
 
