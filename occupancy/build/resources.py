@@ -220,7 +220,8 @@ class _Callees:
     def __init__(self, relocatable: bool) -> None:
         self.blocks: dict[tuple[str, str], list[list[int]]] = {}
         self.names: dict[tuple[str, str], list[str]] = {}
-        # -rdc: known, or a function reported before any kernel of its compile
+        # functions compiled on their own (-rdc, -G): said so, or a function reported
+        # before any kernel of its compile or with its own `Compile time`
         self.relocatable = relocatable
         self.own: set[tuple[str, str]] = set()  # kernels whose own report was read
         self.last: list[int] | None = None

@@ -71,6 +71,6 @@ def dram_reads_per_warp(traffic: Traffic | None, units: float, dram_bytes: float
     by_share = per_warp * (1 - (0.5 if write_share is None else write_share))
     # never under one of its loads: a warp that loads waits for at least that (a table
     # lookup reads next to nothing from DRAM, a fill of stores nothing: without the floor
-    # their hiding went to 0 and the DRAM roof up 1,000x)
+    # their hiding went to 0 and the DRAM roof up to 3,900x)
     return max(by_share, per_warp - traffic.global_store_sectors * SECTOR_BYTES,
                traffic.load_bytes / traffic.global_loads)
