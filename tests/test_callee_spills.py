@@ -59,40 +59,30 @@ ptxas info    : Used 24 registers, used 0 barriers
 ptxas info    : Function properties for _Z3midPKfi
     24 bytes stack frame, 24 bytes spill stores, 24 bytes spill loads
 """
-KERNELS = """\
-__device__ __noinline__ float inner(const float* a, int n) {
-    float v[64];
+# a device function that spills under -maxrregcount=32: 64 values live at once
+_SPILLS = """float v[64];
 #pragma unroll
     for (int i = 0; i < 64; i++) v[i] = a[i * n];
     float s = 0;
 #pragma unroll
-    for (int i = 0; i < 64; i++) s += v[i] * v[63 - i] + v[(i * 7) % 64];
-    return s;
-}
-__device__ __noinline__ float mid(const float* a, int n) { return inner(a, n) * 2.f + inner(a + 1, n); }
-__global__ void k(float* out, const float* a, int n) { out[threadIdx.x] = mid(a + threadIdx.x, n); }
-__global__ void k2(float* out, const float* a, int n) { out[threadIdx.x] = inner(a + threadIdx.x, n); }
-__global__ void plain(float* out) { out[threadIdx.x] = 1.f; }
-extern "C" __device__ __noinline__ float sp$ill(const float* a, int n) {
-    float v[64];
-#pragma unroll
-    for (int i = 0; i < 64; i++) v[i] = a[i * n];
-    float s = 0;
-#pragma unroll
-    for (int i = 0; i < 64; i++) s += v[i] * v[63 - i] + v[(i * 3) % 64];
-    return s;
-}
-__global__ void dollar(float* out, const float* a, int n) { out[threadIdx.x] = sp$ill(a, n); }
+    for (int i = 0; i < 64; i++) s += v[i] * v[63 - i] + v[(i * {k}) % 64];
+    return s;"""
+KERNELS = f"""\
+__device__ __noinline__ float inner(const float* a, int n) {{
+    {_SPILLS.format(k=7)}
+}}
+__device__ __noinline__ float mid(const float* a, int n) {{ return inner(a, n) * 2.f + inner(a + 1, n); }}
+__global__ void k(float* out, const float* a, int n) {{ out[threadIdx.x] = mid(a + threadIdx.x, n); }}
+__global__ void k2(float* out, const float* a, int n) {{ out[threadIdx.x] = inner(a + threadIdx.x, n); }}
+__global__ void plain(float* out) {{ out[threadIdx.x] = 1.f; }}
+extern "C" __device__ __noinline__ float sp$ill(const float* a, int n) {{
+    {_SPILLS.format(k=3)}
+}}
+__global__ void dollar(float* out, const float* a, int n) {{ out[threadIdx.x] = sp$ill(a, n); }}
 // after every kernel and called by none: an -rdc log reports it after the last one
-__device__ __noinline__ float exported(const float* a, int n) {
-    float v[64];
-#pragma unroll
-    for (int i = 0; i < 64; i++) v[i] = a[i * n];
-    float s = 0;
-#pragma unroll
-    for (int i = 0; i < 64; i++) s += v[i] * v[63 - i] + v[(i * 5) % 64];
-    return s;
-}
+__device__ __noinline__ float exported(const float* a, int n) {{
+    {_SPILLS.format(k=5)}
+}}
 """
 
 
