@@ -250,6 +250,11 @@ def test_top_level(tmp_path: Path) -> None:
 
     assert refused("[1]") == ("line 1: a manifest is a mapping with 'kernels:' (and optional 'devices:', "
                               "'min_occupancy:', 'include_dirs:', 'flags:', 'defines:')")
+    # an empty file (a `resources --manifest > FILE` that failed) says so
+    assert refused("") == ("line 1: the file holds no YAML (a `resources --manifest > FILE` that "
+                           "failed leaves it empty); a manifest is a mapping with 'kernels:' (and "
+                           "optional 'devices:', 'min_occupancy:', 'include_dirs:', 'flags:', "
+                           "'defines:')")
     assert refused("devices: [v100]\nkernel: []\n") == "line 2: unknown key 'kernel'; did you mean 'kernels'?"
     assert refused("devices: []\nkernels: []\n").startswith("line 1: devices must be a list of 1-64")
     assert refused("min_occupancy: 2\nkernels: []\n").startswith("line 1: min_occupancy must be a fraction")

@@ -269,8 +269,11 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
                     "'occupancy check')", what="manifest")
     data = doc.data
     if not isinstance(data, dict):
-        raise ManifestError("a manifest is a mapping with 'kernels:' (and optional 'devices:', "
-                            "'min_occupancy:', 'include_dirs:', 'flags:', 'defines:')", spath, 1)
+        empty = "the file holds no YAML (a `resources --manifest > FILE` that failed leaves it empty); " \
+            if data is None else ""
+        raise ManifestError(f"{empty}a manifest is a mapping with 'kernels:' (and optional "
+                            "'devices:', 'min_occupancy:', 'include_dirs:', 'flags:', 'defines:')",
+                            spath, 1)
     for key in data:
         if key not in TOP_KEYS:
             raise ManifestError(unknown_key(key, TOP_KEYS), spath, doc.line(key))
