@@ -634,3 +634,19 @@ def test_the_starter_manifest_keeps_two_kernels_of_one_name(tmp_path: Path) -> N
 
     got = sorted(v["registers_per_thread"] for v in json.loads(r.stdout)["results"])
     assert got == [12, 15]
+
+
+def test_a_file_local_function_is_demangled() -> None:
+    """nvcc names a function local to its file __nv_static_<n>__<hash>_<file>__<mangled> (the
+    device runtime's kernels an -rdc link brings, a static kernel): its mangled part is
+    demangled and marked; a name with nothing mangled after the prefix stays as it is."""
+    from occupancy.build.compilers import _demangler, demangle
+
+    need(_demangler(), "a demangler (c++filt)")
+    local = ("__nv_static_52__f4510a67_22_cuda_device_runtime_cu_a2d7a4b6__"
+             "Z16memset_3d_deviceIjLi0ELi0ELi0EEv12MemsetParamsIT_E")
+    got = demangle([local, "_Z6kernelPf", "__nv_static_x", "__nv_static_" + "a" * 100_000])
+    assert got[local] == "void memset_3d_device<unsigned int, 0, 0, 0>(MemsetParams<unsigned int>) " \
+        "[file-local]"
+    assert got["_Z6kernelPf"] == "kernel(float*)"
+    assert got["__nv_static_x"] == "__nv_static_x"

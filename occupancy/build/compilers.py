@@ -272,10 +272,23 @@ def _demangler() -> str | None:
     return None
 
 
+# nvcc's name for a function local to its file (`static`, an anonymous namespace; the
+# device runtime's kernels a -rdc link brings): __nv_static_<n>__<hash>_<file>__<mangled>
+_NV_STATIC = "__nv_static_"
+
+
+def _file_local(name: str) -> str | None:
+    """The mangled part of a file-local function's name (one scan: a symbol is input)."""
+    at = name.find("__Z", len(_NV_STATIC)) if name.startswith(_NV_STATIC) else -1
+    return name[at + 1:] if at > 0 else None
+
+
 def demangle(names: Sequence[str]) -> dict[str, str]:
     """Mangled -> demangled, with a real demangler (cu++filt or c++filt) reading stdin, so a
-    hostile symbol is never an argument. Without one, names stay as they are."""
-    todo = [n for n in names if n.startswith("_Z") and "\n" not in n]
+    hostile symbol is never an argument. Without one, names stay as they are. A file-local
+    function's name (_NV_STATIC...) is its mangled part demangled, marked `[file-local]`."""
+    local = {n: m for n in names if (m := _file_local(n))}
+    todo = [local.get(n, n) for n in names if local.get(n, n).startswith("_Z") and "\n" not in n]
     out = {n: n for n in names}
     exe = _demangler()
     if not todo or exe is None:
@@ -288,7 +301,9 @@ def demangle(names: Sequence[str]) -> dict[str, str]:
         return out
     lines = r.stdout.splitlines()
     if len(lines) == len(todo):
-        out.update(zip(todo, lines, strict=True))
+        got = dict(zip(todo, lines, strict=True))
+        out.update({n: got[n] for n in names if n in got})
+        out.update({n: f"{got[m]} [file-local]" for n, m in local.items() if m in got})
     return out
 
 
