@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Any
 
 from occupancy.core.errors import OccupancyError
 from occupancy.inputs.safety import inert
@@ -196,11 +197,11 @@ def device_function_spills(text: str) -> dict[str, tuple[int, int]]:
 def with_callee_spills(res: KernelResources, calls: dict[str, tuple[str, ...]],
                        spills: dict[str, tuple[int, int]]) -> KernelResources:
     """`res` with the spills of every function it reaches through `calls` (an -rdc build's
-    call graph, binaries.reachable) added, where its log attributed none."""
+    call graph, binaries.reachable) added: a log of such a build attributes none itself."""
     from occupancy.build.binaries import reachable
 
     called = [(fn, spills[fn]) for fn in reachable(calls, res.function) if fn in spills]
-    if not called or res.spilling_callees:
+    if not called:
         return res
     return replace(res, spill_stores_bytes=res.spill_stores_bytes + sum(s for _, (s, _l) in called),
                    spill_loads_bytes=res.spill_loads_bytes + sum(ld for _, (_s, ld) in called),
@@ -218,20 +219,19 @@ class _Callees:
     call graph), and nothing is attributed."""
 
     def __init__(self, relocatable: bool) -> None:
-        self.blocks: dict[tuple[str, str], list[list[int]]] = {}
-        self.names: dict[tuple[str, str], list[str]] = {}
+        # (arch, kernel) -> the blocks reported after it: [function, spill stores, loads]
+        self.blocks: dict[tuple[str, str], list[list[Any]]] = {}
         # functions compiled on their own (-rdc, -G): said so, or a function reported
         # before any kernel of its compile or with its own `Compile time`
         self.relocatable = relocatable
         self.own: set[tuple[str, str]] = set()  # kernels whose own report was read
-        self.last: list[int] | None = None
+        self.last: list[Any] | None = None
         self.in_function = False  # the block being read is a device function's
 
     def restart(self, arch: str, kernel: str) -> None:
         """ptxas compiles `kernel` (again: a log with two -gencode targets of one arch, or
         two logs appended, reports it twice; the last report counts, as for its own line)."""
         self.blocks.pop((arch, kernel), None)
-        self.names.pop((arch, kernel), None)
         self.own.discard((arch, kernel))
         self.in_function = False
 
@@ -250,20 +250,17 @@ class _Callees:
         elif not self.in_function:
             self.own.add((arch, kernel))
         else:
-            self.last = [0, 0]
+            self.last = [name, 0, 0]
             self.blocks.setdefault((arch, kernel), []).append(self.last)
-            self.names.setdefault((arch, kernel), []).append(name)
 
     def spill(self, stores: int, loads: int) -> None:
         if self.last is not None:
-            self.last[:] = [stores, loads]
+            self.last[1:] = [stores, loads]
 
     def of(self, arch: str, kernel: str) -> list[tuple[str, int, int]]:
         if self.relocatable:
             return []
-        return [(n, s, ld) for n, (s, ld) in zip(self.names.get((arch, kernel), []),
-                                                 self.blocks.get((arch, kernel), []), strict=True)
-                if s or ld]
+        return [(n, s, ld) for n, s, ld in self.blocks.get((arch, kernel), []) if s or ld]
 
 
 def _with_nvlink(text: str, sections: LogSections, label: str) -> LogSections:

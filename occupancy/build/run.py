@@ -166,7 +166,8 @@ def run_tool(cmd: Sequence[str], *, timeout: float, memory: int = TOOL_MEMORY,
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int:
     """The tool's exit status; TimeoutExpired after `timeout`, ReadsDevice as soon as a look
-    (every POLL_S) finds it holding a FIFO or device open."""
+    (after POLL_S, then twice as long each time up to POLL_MAX_S) finds it holding a FIFO or
+    socket open."""
     import subprocess
     import time
 
