@@ -1,5 +1,5 @@
-"""What NVRTC cannot build that a file needs, and what builds it instead (the hint a failed
-NVRTC compile carries: builds.py)."""
+"""What a compiler cannot build that a file needs, and what builds it instead (the hint a
+failed NVRTC or nvcc compile carries: builds.py)."""
 
 from __future__ import annotations
 
@@ -41,4 +41,17 @@ def nvrtc_blocker(log: str, arch: str) -> str:
                 f"NVRTC cannot compile: {where})")
     if _HOST_CODE.search(log) or _host_header(log):
         return f" (NVRTC builds device code only and this file has host code: {where})"
+    return ""
+
+
+_SEPARATE = "requires separate compilation mode"
+
+
+def nvcc_blocker(log: str, rdc: bool) -> str:
+    """What a failed nvcc compile needs from the flags: a kernel launched from device code
+    (dynamic parallelism) or an extern __device__ function builds only with -rdc=true."""
+    if _SEPARATE in log and not rdc:
+        return (" (kernels launched from device code and functions defined in other files need "
+                "relocatable device code: add -rdc=true to the entry's flags, or "
+                "--flag=-rdc=true to resources)")
     return ""

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from occupancy.build.binaries import parse_cubin, ptx_entries, static_shared_from_cubin
-from occupancy.build.blockers import nvrtc_blocker
+from occupancy.build.blockers import nvcc_blocker, nvrtc_blocker
 from occupancy.build.cache import (
     _cache_add_mix,
     _cache_load,
@@ -88,8 +88,10 @@ def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None,
     except OSError as exc:
         raise CompilerUnavailable(f"{what} cannot run: {exc.strerror}") from None
     if r.returncode != 0:
+        log = r.stderr + r.stdout
         raise CompileError(f"{inert(build.shown)} for {build.arch}: {what}: "
-                           f"{_first_errors(r.stderr + r.stdout, build, cwd, also)}")
+                           f"{_first_errors(log, build, cwd, also)}"
+                           f"{nvcc_blocker(log, build.rdc) if what.startswith('nvcc') else ''}")
     return r
 
 

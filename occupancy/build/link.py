@@ -26,6 +26,7 @@ from pathlib import Path
 
 from occupancy.build.compilers import TIMEOUT_S, _wheel_dir, cuda_tool, demangle, nvcc_path, tool_version
 from occupancy.build.resources import CompileError, CompilerUnavailable, CompileTimeout
+from occupancy.build.run import COMPILER_MEMORY, run_tool
 from occupancy.inputs.safety import inert
 
 LINK_HINT = ("link it the way the build does (nvlink -arch=sm_XX FILE.cubin [the objects it "
@@ -65,17 +66,43 @@ def nvjitlink_lib() -> str | None:
 
 
 def _devrt(beside: str | None) -> str | None:
-    """libcudadevrt.a of the same CUDA as the linker (nvcc's lib64, or the cu12 runtime wheel)."""
-    cands = []
+    """libcudadevrt.a of the same CUDA as the linker (its install's lib64, or the cu12 runtime
+    wheel for nvJitLink)."""
     if beside:
-        root = os.path.dirname(os.path.dirname(beside))
-        cands += [os.path.join(root, "lib64", "libcudadevrt.a"),
-                  os.path.join(root, "lib", "libcudadevrt.a")]
+        cands = [os.path.join(d, "libcudadevrt.a") for d in _cuda_lib_dirs(beside)]
     else:
         rt = _wheel_dir("nvidia.cuda_runtime")
-        if rt:
-            cands.append(str(rt / "lib" / "libcudadevrt.a"))
+        cands = [str(rt / "lib" / "libcudadevrt.a")] if rt else []
     return next((c for c in cands if os.path.isfile(c)), None)
+
+
+_TOP = re.compile(r"^#\$ TOP=(.+)$", re.MULTILINE)
+_LIBRARIES = re.compile(r"^#\$ LIBRARIES=(.*)$", re.MULTILINE)
+
+
+@cache
+def _cuda_lib_dirs(tool: str) -> tuple[str, ...]:
+    """The library folders of the CUDA install a tool of it (nvlink) belongs to: beside its
+    bin/, and where the nvcc beside it says it links from (`nvcc --dryrun`'s TOP and -L
+    folders), asked only where the first have no libcudadevrt: an nvcc on PATH can be a
+    wrapper in /usr/local/bin that runs an install elsewhere."""
+    root = os.path.dirname(os.path.dirname(tool))
+    dirs = [os.path.join(root, "lib64"), os.path.join(root, "lib")]
+    nvcc = os.path.join(os.path.dirname(tool), "nvcc")
+    if any(os.path.isfile(os.path.join(d, "libcudadevrt.a")) for d in dirs) \
+            or not (os.path.isfile(nvcc) and os.access(nvcc, os.X_OK)):
+        return tuple(dirs)
+    with tempfile.TemporaryDirectory(prefix="occupancy-link-") as tmp:
+        try:  # --dryrun prints the steps and its settings; the input need not exist
+            r = run_tool([nvcc, "--dryrun", "-c", "x.cu", "-o", "x.o"], timeout=TIMEOUT_S, cwd=tmp)
+        except (OSError, subprocess.TimeoutExpired):
+            return tuple(dirs)
+    text = r.stdout + r.stderr
+    for top in _TOP.findall(text):
+        dirs += [os.path.join(top.strip(), "lib64"), os.path.join(top.strip(), "lib")]
+    for libs in _LIBRARIES.findall(text):
+        dirs += re.findall(r'"-L([^"]+)"', libs)
+    return tuple(dict.fromkeys(dirs))
 
 
 def device_link(objects: Sequence[bytes], arch: str, what: str, beside: str | None = None
@@ -105,9 +132,8 @@ def _nvlink(exe: str, objects: Sequence[bytes], arch: str, what: str) -> bytes:
         devrt = _devrt(exe)
         lib = ["-L", os.path.dirname(devrt), "-lcudadevrt"] if devrt else []
         try:
-            r = subprocess.run([exe, f"-arch={arch}", *lib, *names, "-o", out],
-                               capture_output=True, text=True, errors="replace", cwd=tmp,
-                               timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+            r = run_tool([exe, f"-arch={arch}", *names, *lib, "-o", out], timeout=TIMEOUT_S,
+                         memory=COMPILER_MEMORY, cwd=tmp)
         except subprocess.TimeoutExpired:
             raise CompileTimeout(f"{what}: nvlink did not finish in {TIMEOUT_S} s") from None
         except OSError as exc:
