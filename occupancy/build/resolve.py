@@ -152,21 +152,33 @@ class ListedKernel:
 
 
 def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[str] = (),
-                   flags: Sequence[str] = (), defines: Mapping[str, str] | None = None
-                   ) -> list[ListedKernel]:
+                   flags: Sequence[str] = (), defines: Mapping[str, str] | None = None,
+                   failed: list[str] | None = None) -> list[ListedKernel]:
     """Every kernel in a .cu (compiled for each arch), a ptxas log (each section), or a
     cubin / fatbin / executable / library (each SASS arch, and PTX JIT-compiled for the
-    archs asked for that have no SASS)."""
+    archs asked for that have no SASS). With `failed`, an arch a .cu does not compile for
+    adds its error there and the others are still listed (the first error is raised where
+    none compiles)."""
     from occupancy.inputs.files import LOG_CAP, read_bytes
 
     shown = path
     if path.endswith((".cu", ".cuh", ".cpp", ".cc")):
-        out = []
+        out, errors = [], []
         for arch in archs:
-            build = device_build(make_build(path, arch, shown=shown, include_dirs=include_dirs,
-                                            flags=flags, defines=defines))  # as check builds it
-            found = _estimate_label(compile_build(build), arch, build)
+            try:
+                build = device_build(make_build(path, arch, shown=shown, include_dirs=include_dirs,
+                                                flags=flags, defines=defines))  # as check builds it
+                found = _estimate_label(compile_build(build), arch, build)
+            except OccupancyError as exc:
+                if failed is None:
+                    raise
+                errors.append(exc)
+                continue
             out += [ListedKernel(shown, arch, r) for r in found.values()]
+        if errors and not out:
+            raise errors[0]
+        if failed is not None:
+            failed += [str(e) for e in errors]
         if not out:  # as a binary without kernels is: said, not an empty table
             raise OccupancyError(f"{inert(shown)}: no kernels found (no __global__ function "
                                  "compiled): give the file that defines them")

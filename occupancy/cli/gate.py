@@ -8,10 +8,12 @@ from typing import Any
 import click
 
 from occupancy.cli.common import (
+    EXIT_USAGE,
     InputError,
     main,
     translate_errors,
 )
+from occupancy.core.errors import OccupancyError
 from occupancy.inputs.safety import excerpt, safe_path
 from occupancy.output.emit import emit
 
@@ -82,7 +84,6 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     import re
 
     from occupancy.build.builds import arch_of
-    from occupancy.build.resolve import list_resources
 
     devs = []
     if devices_:
@@ -94,17 +95,42 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
             raise InputError(f"--arch {a!r}: use sm_XX, e.g. sm_80")
     check_options(include_dirs, flags)
     wanted = list(dict.fromkeys([*archs, *[arch_of(d) for d in devs]])) or ["sm_80"]
-    listed = []
+    listed: list[Any] = []
+    # a starter manifest is all or nothing; a listing shows what compiled and then each
+    # file and arch that did not, as errors (exit 2)
+    failed: list[str] | None = None if as_manifest else []
     for f in files:
-        listed += list_resources(f, wanted, include_dirs=include_dirs, flags=list(flags))
+        listed += _listed(f, wanted, include_dirs, flags, failed, len(files) > 1)
     if as_manifest:
         from occupancy.output.starter import starter_manifest
 
         click.echo(starter_manifest(listed, [d.key for d in devs], include_dirs, flags), nl=False)
         return
+    if failed and not listed:
+        raise InputError(failed[0])
     from occupancy.output.answers import Listing
 
     emit(Listing(listed), "json" if as_json else "text")
+    if failed:
+        for msg in failed:
+            click.echo(f"Error: {msg}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+def _listed(path: str, archs: list[str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
+            failed: list[str] | None, among_others: bool) -> list[Any]:
+    """One file's kernels; with `failed`, an arch it does not compile for adds its error
+    there, and so does a file that gives none where other files follow."""
+    from occupancy.build.resolve import list_resources
+
+    try:
+        return list_resources(path, archs, include_dirs=include_dirs, flags=list(flags),
+                              failed=failed)
+    except OccupancyError as exc:
+        if failed is None or not among_others:
+            raise
+        failed.append(str(exc))
+        return []
 
 
 def check_options(include_dirs: tuple[str, ...], flags: tuple[str, ...]) -> None:
