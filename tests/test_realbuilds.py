@@ -351,6 +351,21 @@ def test_nvrtc_gets_its_own_spelling_and_errors_name_the_real_blocker(tmp_path: 
     assert "CUDA 12 nvcc" not in str(e.value)
 
 
+
+def test_extern_c_glued_to_global_builds_on_nvrtc_as_on_nvcc(tmp_path: Path) -> None:
+    """`extern "C"__global__` (public code has it): nvcc reads two tokens, NVRTC had read
+    "C"__global__ as one user-defined literal ("expected an identifier")."""
+    need(nvrtc_compiler(), "NVRTC")
+    need(nvcc_path(), "nvcc")
+    src = tmp_path / "glued.cu"
+    src.write_text('extern "C"__global__ void kx(float* p) { p[threadIdx.x] = 1.f; }\n'
+                   'extern "C"  __global__ void ky(float* p) { p[0] = 2.f; }\n'
+                   '// extern "C"__device__ in a comment, read as it is\n')
+    on_nvrtc = compile_build(make_build(src, "sm_61"))
+    on_nvcc = compile_build(make_build(src, "sm_90"))
+    assert set(on_nvrtc) == set(on_nvcc) == {"kx", "ky"}
+    assert "nvrtc" in on_nvrtc["kx"].source and "nvcc" in on_nvcc["kx"].source
+
 # --- the compiler per architecture ----------------------------------------------------------
 
 def test_manifest_names_the_nvcc_per_arch(tmp_path: Path) -> None:

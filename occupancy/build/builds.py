@@ -268,6 +268,9 @@ def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None,
     return out
 
 
+_EXTERN_C = re.compile(r'\b(extern\s*"C(?:\+\+)?")(?=[A-Za-z_])')
+
+
 def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str]]:
     """PTX from NVRTC, and the mangled name of every name expression. NVRTC runs in a child
     process (nvrtc_child.py): under the limits every tool runs with, and in parallel (one
@@ -276,6 +279,9 @@ def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str
     import sys
 
     dirs = (os.path.dirname(build.source), *build.include_dirs, *nvrtc_include_dirs())
+    # `extern "C"__global__`: NVRTC lexes "C"__global__ as one user-defined literal, nvcc
+    # reads the two tokens; the space keeps lines and NVRTC then reads it as nvcc does
+    text = _EXTERN_C.sub(r"\1 ", text)
     opts = [f"--gpu-architecture=compute_{build.arch[3:]}", "-std=c++17",
             *[f"-I{d}" for d in dirs], *[f"-D{k}={v}" for k, v in build.defines],
             *nvrtc_flags(build.flags)]

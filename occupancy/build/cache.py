@@ -40,6 +40,10 @@ CACHE_FORMAT = 10  # what a cache entry holds; bump when KernelResources gains a
 # the same keys, read again: some 11 entries held mixes an earlier form of the code wrote
 # (re-read from their cubins, 430 of the corpus's 4,388 points moved by up to 0.66%).)
 MIX_FORMAT = 12
+# What NVRTC is given of a source (builds._nvrtc_ptx): bump when that text changes, so that a
+# failure cached for the old text is compiled again. NVRTC entries only; nvcc reads the file.
+# (1: `extern "C"__global__` gets a space: NVRTC read "C"__global__ as one literal.)
+NVRTC_TEXT = 1
 
 
 def cache_dir() -> Path:
@@ -81,7 +85,7 @@ def _key(build: Build, compiler: Compiler) -> str:
     text = _sha(build.source) or "missing"
     # nvdisasm's presence decides whether the entry holds the SASS loop mix
     blob = json.dumps([__version__, CACHE_FORMAT, compiler.label, compiler.path, nvdisasm_path(),
-                       build.arch,
+                       build.arch, *([NVRTC_TEXT] if compiler.kind == "nvrtc" else []),
                        build.source, text, build.include_dirs, build.flags, build.defines,
                        build.name_expressions, build.link])
     return hashlib.sha256(blob.encode()).hexdigest()
