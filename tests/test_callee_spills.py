@@ -192,3 +192,49 @@ def test_a_kernel_s_own_spills_count_once() -> None:
            "ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem\n")
     (res,) = parse_ptxas_log(log)["sm_80"].values()
     assert (res.spill_stores_bytes, res.spill_loads_bytes, res.spilling_callees) == (8, 8, ())
+
+
+def test_a_log_of_functions_compiled_on_their_own_leaves_their_spills_unknown() -> None:
+    """An -rdc log (and -G's) does not say who calls its spilling functions: every kernel of
+    it carries their names, and nothing is added to its counts."""
+    got = parse_ptxas_log(RDC, relocatable=True)["sm_90"]
+    for k in got.values():
+        assert not k.spills and k.spilling_callees == ()
+        assert set(k.unattributed_spills) == {"_Z5innerPKfi", "_Z3midPKfi$1", "_Z3midPKfi"}
+    whole = parse_ptxas_log(WHOLE)["sm_90"]  # clones after each kernel: attributed
+    assert all(k.unattributed_spills == () for k in whole.values())
+
+
+@pytest.mark.slow
+def test_no_spills_on_a_g_log_says_it_cannot_tell_and_the_source_can(tmp_path: Path) -> None:
+    """The -G build's own log: no_spills fails on every kernel, naming the function (demangled)
+    and what would tell; the same build from source attributes by the cubin's call graph."""
+    need_nvcc()
+    import json
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from occupancy.build.compilers import nvcc_path
+    from occupancy.cli import main
+
+    (tmp_path / "k.cu").write_text(KERNELS)
+    r = subprocess.run([nvcc_path(), "-G", "-cubin", "-arch=sm_90", "-maxrregcount=32",
+                        "-Xptxas", "-v", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True, check=True)
+    (tmp_path / "k.log").write_text(r.stdout + r.stderr)
+    entries = "".join(f"  - name: {n}\n    ptxas_log: k.log\n    block: 256\n    no_spills: true\n"
+                      for n in ("k", "plain"))
+    (tmp_path / "m.yaml").write_text("devices: [h100]\nkernels:\n" + entries)
+    v = {x.kernel: x for x in evaluate(load_manifest(tmp_path / "m.yaml"), CheckResolver())}
+    for n in ("k", "plain"):
+        assert not v[n].ok and "does not say which kernels call them" in v[n].problems[0]
+        assert "inner(float const*, int)" in v[n].problems[0] and "give the source" in v[n].problems[0]
+    rows = json.loads(CliRunner().invoke(main, ["resources", str(tmp_path / "k.log"), "--json"]).stdout)
+    assert rows and not any(row["spills_known"] for row in rows)
+    from_source = {x["function"]: x for x in json.loads(CliRunner().invoke(main, [
+        "resources", str(tmp_path / "k.cu"), "--arch", "sm_90", "--flag=-G",
+        "--flag=-maxrregcount=32", "--json"]).stdout)}
+    assert all(x["spills_known"] for x in from_source.values())
+    assert from_source["plain(float*)"]["spill_bytes"] == 0
+    assert from_source["k(float*, float const*, int)"]["spill_bytes"] > 0

@@ -80,3 +80,43 @@ def test_without_rdc_the_error_names_the_flag(tmp_path: Path) -> None:
         compile_build(make_build(CDP, "sm_90"))
     msg = str(e.value)
     assert "separate compilation mode" in msg and "add -rdc=true" in msg and "\n" not in msg
+
+
+MAIN = """#include <cstdio>
+__global__ void child(int* p) { p[threadIdx.x] = threadIdx.x; }
+__global__ void parent(int* p) { if (threadIdx.x == 0) child<<<1, 32>>>(p); }
+int main() { int* p; cudaMalloc(&p, 128); parent<<<1, 32>>>(p); cudaDeviceSynchronize(); }
+"""
+
+
+def test_device_runtime_names() -> None:
+    from occupancy.build.compilers import device_runtime
+
+    runtime = ("__nv_static_52__f4510a67_22_cuda_device_runtime_cu_3ecce0c0_2317245__Z16memset_3d"
+               "_deviceIjLi0ELi0ELi0EEv12MemsetParamsIT_E")
+    assert device_runtime(runtime)
+    assert not device_runtime("__nv_static_43__2f4e5f1c_10_k_cu_5e1f__Z6helperPf")  # the user's
+    assert not device_runtime("_Z6parentPi") and not device_runtime("_cuda_device_runtime_cu_")
+
+
+def test_an_executable_with_dynamic_parallelism_lists_the_user_s_kernels(tmp_path: Path) -> None:
+    """An -rdc executable holds libcudadevrt's kernels (memset_3d_device, memcpy_3d_device):
+    left out of the listing, the JSON and the starter manifest, and said in one line."""
+    import json
+
+    from click.testing import CliRunner
+
+    from occupancy.cli import main
+
+    need(nvcc_path(), "nvcc")
+    (tmp_path / "main.cu").write_text(MAIN)
+    exe = tmp_path / "cdp"
+    subprocess.run([nvcc_path(), "-rdc=true", "-arch=sm_90", str(tmp_path / "main.cu"), "-o",
+                    str(exe)], check=True, capture_output=True)
+    text = CliRunner().invoke(main, ["resources", str(exe)], env={"COLUMNS": "200"})
+    assert text.exit_code == 0 and "parent" in text.stdout and "memset" not in text.stdout
+    assert "kernels of CUDA's device runtime" in text.stdout
+    rows = json.loads(CliRunner().invoke(main, ["resources", str(exe), "--json"]).stdout)
+    assert sorted(r["mangled"] for r in rows) == ["_Z5childPi", "_Z6parentPi"]
+    starter = CliRunner().invoke(main, ["resources", str(exe), "--manifest", "-d", "h100"]).stdout
+    assert "parent" in starter and "memset" not in starter and "memcpy" not in starter

@@ -256,7 +256,8 @@ def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None,
         k = binary.kernels.get(name)
         if k is None:
             continue  # a device function compiled with -rdc, not a kernel
-        res = with_callee_spills(res, binary.calls, called)
+        # the cubin's call graph attributes every function's spills
+        res = replace(with_callee_spills(res, binary.calls, called), unattributed_spills=())
         entry = bounds.get(name)
         if linked:
             res = replace(res, registers_per_thread=k.registers, barriers=k.barriers,
@@ -415,6 +416,23 @@ def _nvrtc_one(build: Build, c: Compiler) -> tuple[str, bytes, str]:
         return r.stderr + r.stdout, Path(cubin).read_bytes(), ptx
 
 
+def with_names(found: Mapping[str, KernelResources]) -> dict[str, KernelResources]:
+    """Kernels with their demangled names, and the functions their verdicts name (the
+    callees that spill, the log's unattributed ones) demangled, in one demangler run; ptxas
+    names a clone of `f` in an -rdc build `f$1`: demangled as `f`."""
+    called = {c: re.sub(r"\$\d+$", "", c) for v in found.values()
+              for c in (*v.spilling_callees, *v.unattributed_spills)}
+    names = demangle([*(k for k, v in found.items() if not v.demangled), *called.values()])
+
+    def shown(fns: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(names.get(called[c], c) for c in fns))
+
+    return {k: replace(v, demangled=v.demangled or names.get(k, k),
+                       spilling_callees=shown(v.spilling_callees),
+                       unattributed_spills=shown(v.unattributed_spills))
+            for k, v in found.items()}
+
+
 def compile_build(build: Build, loop_mix: bool = True) -> dict[str, KernelResources]:
     """Every kernel of the build, by mangled name (cached; demangled names filled in).
     `loop_mix=False` leaves out the SASS loop mix (nvdisasm), which only the time model
@@ -518,11 +536,7 @@ def _compile_once(build: Build, want: str | None = None, loop_mix: bool = True,
         raise
     for f in (*build.link, *deps):
         note_input(f)  # what the compiler read: the linked sources and every header
-    # ptxas names a clone of `f` in an -rdc build `f$1`: demangled as `f`
-    called = {c: re.sub(r"\$\d+$", "", c) for v in found.values() for c in v.spilling_callees}
-    names = demangle([*found, *called.values()])
-    found = {k: replace(v, demangled=names.get(k, k), spilling_callees=tuple(dict.fromkeys(
-        names.get(called[c], c) for c in v.spilling_callees))) for k, v in found.items()}
+    found = with_names(found)
     if loop_mix:
         found = with_loop_mix(found, cubin)
     store_build(build, key, found, [build.source, *deps], cubin, ptx, loop_mix)

@@ -277,6 +277,14 @@ def _demangler() -> str | None:
 _NV_STATIC = "__nv_static_"
 
 
+def device_runtime(name: str) -> bool:
+    """A kernel of CUDA's device runtime (libcudadevrt: memset_3d_device, memcpy_3d_device),
+    which an -rdc link of dynamic parallelism brings into an executable: file-local kernels
+    of its cuda_device_runtime.cu."""
+    at = name.find("__Z", len(_NV_STATIC)) if name.startswith(_NV_STATIC) else -1
+    return at > 0 and "_cuda_device_runtime_cu_" in name[:at]
+
+
 def _file_local(name: str) -> str | None:
     """The mangled part of a file-local function's name (one scan: a symbol is input)."""
     at = name.find("__Z", len(_NV_STATIC)) if name.startswith(_NV_STATIC) else -1

@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 
 from occupancy.build.batch import compile_builds
 from occupancy.build.binaries import kind_of
-from occupancy.build.builds import _estimate_label, arch_of, compile_build, device_build
-from occupancy.build.compilers import Build, demangle, make_build
+from occupancy.build.builds import _estimate_label, arch_of, compile_build, device_build, with_names
+from occupancy.build.compilers import Build, make_build
 from occupancy.build.images import BinaryImage, _num, jit_ptx, read_binary, resources_for_device
 from occupancy.build.resources import KernelResources, parse_ptxas_log
 from occupancy.core.device import Device
@@ -114,9 +114,8 @@ class CheckResolver:
             where += f" ({inert(shown)} for {arch})"
         else:
             return given_resources(spec)
+        found = with_names(found)  # the callees a verdict names too
         names = {k: (v.demangled or k) for k, v in found.items()}
-        if any(k.startswith("_Z") and names[k] == k for k in names):
-            names.update(demangle([k for k in names if names[k] == k]))
         mangled = match_kernel(spec.function or spec.name, names, where, self._macros(spec))
         if spec.ptxas_log and is_rdc(spec.flags) and not found[mangled].linked:
             raise OccupancyError(f"{where}: {RDC_LOG_ERROR}")
@@ -207,10 +206,9 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
                                  "log, a cubin, fatbin, executable or library")
         for arch in sorted(sections, key=_num):
             out += [ListedKernel(shown, arch or "?", r) for r in sections[arch].values()]
-    names = demangle([k.resources.function for k in out])
-    return [replace(k, resources=replace(k.resources, demangled=k.resources.demangled
-                                         or names.get(k.resources.function, k.resources.function)))
-            for k in out]
+    named = {a: with_names({k.resources.function: k.resources for k in out if k.arch == a})
+             for a in dict.fromkeys(k.arch for k in out)}
+    return [replace(k, resources=named[k.arch][k.resources.function]) for k in out]
 
 
 def given_resources(spec: KernelSpec) -> KernelResources:

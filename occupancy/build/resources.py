@@ -53,6 +53,9 @@ class KernelResources:
     # the device functions it calls that spill (their spills are in the counts above: a
     # kernel spills where what it calls does)
     spilling_callees: tuple[str, ...] = ()
+    # device functions that spill in a log whose functions were compiled on their own (-G,
+    # -rdc) and which does not say who calls them: the kernel may (not in the counts above)
+    unattributed_spills: tuple[str, ...] = ()
 
     @property
     def spills(self) -> bool:
@@ -152,6 +155,8 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
             if cumulative := _CUMULATIVE.search(rest):
                 found[current]["total_stack"] = int(cumulative.group(1))
     sections: LogSections = {}
+    # functions compiled on their own that spill: which kernels call them, the log does not say
+    loose = tuple(device_function_spills(text)) if callees.relocatable else ()
     for (arch, name), v in found.items():
         if "regs" not in v:
             continue
@@ -161,7 +166,8 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
             max(v.get("stack", 0), v.get("total_stack", 0)),
             v.get("stores", 0) + sum(c[1] for c in called),
             v.get("loads", 0) + sum(c[2] for c in called), None, f"{label} {arch}".strip(),
-            spilling_callees=tuple(dict.fromkeys(c[0] for c in called)))
+            spilling_callees=tuple(dict.fromkeys(c[0] for c in called)),
+            unattributed_spills=tuple(f for f in loose if f != name))
     return _with_nvlink(text, sections, label)
 
 

@@ -84,6 +84,7 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     import re
 
     from occupancy.build.builds import arch_of
+    from occupancy.build.compilers import device_runtime
 
     devs = []
     if devices_:
@@ -101,16 +102,19 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     failed: list[str] | None = None if as_manifest else []
     for f in files:
         listed += _listed(f, wanted, include_dirs, flags, failed, len(files) > 1)
+    # an executable with dynamic parallelism holds the device runtime's kernels too: the
+    # user's alone are listed (all of them where there are no others: libcudadevrt itself)
+    ours = [k for k in listed if not device_runtime(k.resources.function)] or listed
     if as_manifest:
         from occupancy.output.starter import starter_manifest
 
-        click.echo(starter_manifest(listed, [d.key for d in devs], include_dirs, flags), nl=False)
+        click.echo(starter_manifest(ours, [d.key for d in devs], include_dirs, flags), nl=False)
         return
     if failed and not listed:
         raise InputError(failed[0])
     from occupancy.output.answers import Listing
 
-    emit(Listing(listed), "json" if as_json else "text")
+    emit(Listing(ours, len(listed) - len(ours)), "json" if as_json else "text")
     if failed:
         for msg in failed:
             click.echo(f"Error: {msg}", err=True)

@@ -85,6 +85,12 @@ def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
     if spec.no_spills and res.spills:
         problems.append(f"spills {res.spill_stores_bytes} B stored / {res.spill_loads_bytes} B "
                         f"loaded per thread ({res.source}){callees_note(res)}; no_spills is set")
+    elif spec.no_spills and res.unattributed_spills:
+        names = ", ".join(inert(n) for n in res.unattributed_spills[:3])
+        problems.append(f"the log's device functions {names} spill, compiled on their own (-G, "
+                        "-rdc), and a ptxas log does not say which kernels call them "
+                        f"({res.source}): give the source or the cubin, whose call graph "
+                        "does; no_spills is set")
     elif spec.no_spills and res.spills_unknown and res.stack_frame_bytes > 0:
         problems.append(f"a {res.stack_frame_bytes} B stack frame per thread ({res.source}): "
                         "local memory, from spills or local arrays (a binary does not tell them "

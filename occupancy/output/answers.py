@@ -47,12 +47,13 @@ class CheckRun(Answer):
 
 
 class Listing(Answer):
-    """`resources`: every kernel of the files, per arch."""
+    """`resources`: every kernel of the files, per arch (`runtime`: how many kernels of CUDA's
+    device runtime were left out)."""
 
-    __slots__ = ("kernels",)
+    __slots__ = ("kernels", "runtime")
 
-    def __init__(self, kernels: Sequence[ListedKernel]) -> None:
-        self.kernels = kernels
+    def __init__(self, kernels: Sequence[ListedKernel], runtime: int = 0) -> None:
+        self.kernels, self.runtime = kernels, runtime
 
 
 class Tuned(Answer):

@@ -75,7 +75,7 @@ def _listing() -> Views:
     from occupancy.output import serialize, terminal
 
     return Views(lambda a: [serialize.listed_dict(k) for k in a.kernels],
-                 lambda a: terminal.resources_table(a.kernels))
+                 lambda a: terminal.resources_table(a.kernels, a.runtime))
 
 
 def _tuned() -> Views:

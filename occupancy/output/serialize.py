@@ -111,7 +111,7 @@ def resources_dict(res: KernelResources) -> dict[str, Any]:
         "spill_stores_bytes": res.spill_stores_bytes,
         "spill_loads_bytes": res.spill_loads_bytes,
         "spill_bytes": res.spill_bytes,
-        "spills_known": not res.spills_unknown,
+        "spills_known": not (res.spills_unknown or res.unattributed_spills),
         "barriers": res.barriers,
         "max_threads_per_block": res.max_threads_per_block,
         "min_blocks_per_sm": res.min_blocks_per_sm,

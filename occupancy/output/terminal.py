@@ -399,14 +399,16 @@ _RESOURCE_HEAD = ("regs", "smem B", "stack B", "spills B", "bound")
 def _resource_cells(k: ListedKernel) -> tuple[str, ...]:
     r = k.resources
     return (str(r.registers_per_thread), f"{r.static_shared_memory:,}", str(r.stack_frame_bytes),
-            "?" if r.spills_unknown else str(r.spill_stores_bytes + r.spill_loads_bytes),
+            "?" if r.spills_unknown else str(r.spill_stores_bytes + r.spill_loads_bytes)
+            + ("+?" if r.unattributed_spills else ""),
             "-" if r.max_threads_per_block is None else str(r.max_threads_per_block))
 
 
-def resources_table(listed: Sequence[ListedKernel]) -> RenderableType:
+def resources_table(listed: Sequence[ListedKernel], runtime: int = 0) -> RenderableType:
     """Per file, each kernel's name on a line of its own, whole (a C++ template name or an
     llm.c kernel's does not fit a table column at 80 columns, and a cut name cannot be
-    pasted into a manifest), and under it one line of numbers per arch."""
+    pasted into a manifest), and under it one line of numbers per arch; `runtime` kernels of
+    CUDA's device runtime left out, said in one line."""
     from occupancy.build.names import qualified_name
 
     files: dict[str, dict[str, list[ListedKernel]]] = {}  # file -> kernel -> per arch, in order
@@ -434,4 +436,12 @@ def resources_table(listed: Sequence[ListedKernel]) -> RenderableType:
         out.append("\n")
     sources = sorted({k.resources.source for k in listed})
     out.append("from: " + inert(", ".join(sources)))
+    if runtime:
+        out.append(f"\n(and {runtime} kernels of CUDA's device runtime, libcudadevrt, which "
+                   "the -rdc link put in: not listed)")
+    loose = list(dict.fromkeys(f for k in listed for f in k.resources.unattributed_spills))
+    if loose:
+        out.append(f"\n+?: device functions that spill ({inert(', '.join(loose[:3]))}"
+                   f"{' and more' if len(loose) > 3 else ''}), compiled on their own (-G, -rdc): "
+                   "the log does not say which kernels call them; the source or the cubin does")
     return out
