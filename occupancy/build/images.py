@@ -83,11 +83,15 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
     kind = kind_of(data)
     label = f"binary {inert(shown)}"
     if kind == "cubin":
-        if is_relocatable(data):
-            arch = cubin_arch(data)
-            data = _linked([data], arch, shown)
-            label += " (relocatable, device-linked here)"
-        arch, res = _cubin_resources(data, label)
+        try:
+            if is_relocatable(data):
+                data = _linked([data], cubin_arch(data), shown)
+                label += " (relocatable, device-linked here)"
+            arch, res = _cubin_resources(data, label)
+        except OccupancyError as exc:  # a malformed ELF says so without a name: add the file's
+            if inert(shown) in str(exc):
+                raise
+            raise OccupancyError(f"{inert(shown)}: {exc}") from None
         return BinaryImage(path, {arch: res})
     if kind == "ptx":
         text = data.decode("utf-8", errors="replace")

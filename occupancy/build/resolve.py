@@ -152,12 +152,13 @@ class ListedKernel:
 
 def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[str] = (),
                    flags: Sequence[str] = (), defines: Mapping[str, str] | None = None,
-                   failed: list[str] | None = None) -> list[ListedKernel]:
+                   failed: list[str] | None = None, asked: bool = True) -> list[ListedKernel]:
     """Every kernel in a .cu (compiled for each arch), a ptxas log (each section), or a
     cubin / fatbin / executable / library (each SASS arch, and PTX JIT-compiled for the
-    archs asked for that have no SASS). With `failed`, an arch a .cu does not compile for
-    adds its error there and the others are still listed (the first error is raised where
-    none compiles)."""
+    archs asked for that have no SASS the driver would load). With `failed`, an arch a .cu
+    does not compile for, or a binary cannot give (its relocatable code does not link;
+    nothing loads on an arch `asked` for: not the default), adds its error there and the
+    others are still listed (the first error is raised where nothing is listed)."""
     from occupancy.inputs.files import LOG_CAP, read_bytes
 
     shown = path
@@ -187,17 +188,14 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
     kind = kind_of(data)
     out = []
     if kind in ("cubin", "fatbin", "host", "ptx"):
-        img = read_binary(path, shown, data)
-        for arch in sorted(img.sass, key=_num):
-            out += [ListedKernel(shown, arch, r) for r in img.sass[arch].values()]
-        for arch in archs:
-            if arch in img.sass:
-                continue
-            ptxs = [a for a in img.ptx if _num(a) <= _num(arch)]
-            if ptxs:
-                src = max(ptxs, key=_num)
-                out += [ListedKernel(shown, arch, r)
-                        for r in jit_ptx(img.ptx[src], src, arch, shown).values()]
+        out, why = _binary_rows(read_binary(path, shown, data), shown, archs, asked)
+        if why and (failed is None or not out):
+            raise OccupancyError(why[0])
+        if failed is not None:
+            failed += why
+        if not out:
+            raise OccupancyError(f"{inert(shown)}: no kernels in it (device functions only?): "
+                                 "give the object or library that defines them")
     else:
         sections = parse_ptxas_log(data.decode("utf-8", errors="replace"),
                                    label=f"ptxas log {inert(shown)}")
@@ -209,6 +207,32 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
     named = {a: with_names({k.resources.function: k.resources for k in out if k.arch == a})
              for a in dict.fromkeys(k.arch for k in out)}
     return [replace(k, resources=named[k.arch][k.resources.function]) for k in out]
+
+
+def _binary_rows(img: BinaryImage, shown: str, archs: Sequence[str], asked: bool
+                 ) -> tuple[list[ListedKernel], list[str]]:
+    """A binary's kernels per SASS arch, and per arch of `archs` the driver would JIT its
+    PTX for (no SASS of that major at or under it); the errors: relocatable code that does
+    not link, and an `asked` arch on which nothing loads."""
+    out = [ListedKernel(shown, a, r) for a in sorted(img.sass, key=_num)
+           for r in img.sass[a].values()]
+    errors = [img.unlinked[a] for a in sorted(img.unlinked, key=_num)]
+    for arch in archs:
+        if any(_num(a) // 10 == _num(arch) // 10 and _num(a) <= _num(arch)
+               for a in (*img.sass, *img.unlinked)):
+            continue  # the driver loads that SASS: listed, or its link error said
+        ptxs = [a for a in img.ptx if _num(a) <= _num(arch)]
+        if ptxs:
+            src = max(ptxs, key=_num)
+            out += [ListedKernel(shown, arch, r)
+                    for r in jit_ptx(img.ptx[src], src, arch, shown).values()]
+        elif asked:
+            have = ", ".join([f"SASS {a}" for a in sorted(img.sass, key=_num)]
+                             + [f"PTX compute_{a[3:]}" for a in sorted(img.ptx, key=_num)])
+            errors.append(f"{inert(shown)}: nothing the driver can load on {arch}: it has "
+                          f"{have or 'nothing'}; build with -gencode "
+                          f"arch=compute_{arch[3:]},code={arch}")
+    return out, errors
 
 
 def given_resources(spec: KernelSpec) -> KernelResources:

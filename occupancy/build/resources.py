@@ -290,10 +290,13 @@ def _with_nvlink(text: str, sections: LogSections, label: str) -> LogSections:
             # 2 KB declared), not in its sm_100 / sm_120 ones (2,048 B): checked on both
             smem = max(smem - 1024, 0)
         old = sections.get(arch, {}).get(name)
+        # nvlink reports no spills: the compile step's where the log has it, else only the
+        # stack frame is known (spills or local arrays)
         sections.setdefault(arch, {})[name] = KernelResources(
             name, regs, smem, bars, stack, old.spill_stores_bytes if old else 0,
-            old.spill_loads_bytes if old else 0, None, f"{label} {arch} (nvlink)".strip(),
-            linked=True)
+            old.spill_loads_bytes if old else 0, None,
+            " ".join(p for p in (label, arch, "(nvlink)") if p), spills_unknown=old is None,
+            linked=True, unattributed_spills=old.unattributed_spills if old else ())
         name = None
     return sections
 
@@ -302,8 +305,13 @@ def log_section(sections: LogSections, arch: str, where: str) -> dict[str, Kerne
     """The section of one architecture; never another arch's numbers."""
     if arch in sections:
         return sections[arch]
-    if list(sections) == [""]:
-        return sections[""]  # a log that never says its arch: the user vouches for it
+    if list(sections) == [""]:  # a log that never says its arch: the user vouches for it
+        # nvlink names no target where it links one; its sm_90 report holds the reserved
+        # 1 KB (_with_nvlink), which is taken out once the arch is known
+        if arch[3:].isdigit() and int(arch[3:]) // 10 == 9:
+            return {k: replace(v, static_shared_memory=max(v.static_shared_memory - 1024, 0))
+                    if v.linked and v.static_shared_memory else v for k, v in sections[""].items()}
+        return sections[""]
     have = ", ".join(sorted(a for a in sections if a)) or "none"
     raise OccupancyError(f"{where} has no section for {arch} (it has: {have}); build with "
                          f"-gencode arch=compute_{arch[3:]},code={arch} -Xptxas -v")

@@ -101,7 +101,8 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     # file and arch that did not, as errors (exit 2)
     failed: list[str] | None = None if as_manifest else []
     for f in files:
-        listed += _listed(f, wanted, include_dirs, flags, failed, len(files) > 1)
+        listed += _listed(f, wanted, include_dirs, flags, failed, len(files) > 1,
+                          bool(archs or devs))
     # an executable with dynamic parallelism holds the device runtime's kernels too: the
     # user's alone are listed (all of them where there are no others: libcudadevrt itself)
     ours = [k for k in listed if not device_runtime(k.resources.function)] or listed
@@ -122,14 +123,14 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
 
 
 def _listed(path: str, archs: list[str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
-            failed: list[str] | None, among_others: bool) -> list[Any]:
+            failed: list[str] | None, among_others: bool, asked: bool) -> list[Any]:
     """One file's kernels; with `failed`, an arch it does not compile for adds its error
     there, and so does a file that gives none where other files follow."""
     from occupancy.build.resolve import list_resources
 
     try:
         return list_resources(path, archs, include_dirs=include_dirs, flags=list(flags),
-                              failed=failed)
+                              failed=failed, asked=asked)
     except OccupancyError as exc:
         if failed is None or not among_others:
             raise

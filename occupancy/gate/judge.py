@@ -93,8 +93,8 @@ def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
                         "does; no_spills is set")
     elif spec.no_spills and res.spills_unknown and res.stack_frame_bytes > 0:
         problems.append(f"a {res.stack_frame_bytes} B stack frame per thread ({res.source}): "
-                        "local memory, from spills or local arrays (a binary does not tell them "
-                        "apart); no_spills is set")
+                        "local memory, from spills or local arrays (a binary or nvlink's report "
+                        "does not tell them apart); no_spills is set")
     return Verdict(spec.name, dev.key, spec.line, "fail" if problems else "pass",
                    tuple(problems), r, res)
 

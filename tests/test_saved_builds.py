@@ -1,0 +1,119 @@
+"""What users save of a build, read as the driver would load it: nvlink's report alone
+(-Xnvlink -v, which names no target where it links one), a -rdc compile's log with nvlink's
+report, relocatable objects (nvcc -dc) that do or do not link, a fatbin asked for an arch it
+cannot run on, and a truncated cubin. Real nvcc and nvlink (tests/fixtures/saved)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from occupancy.build.compilers import nvcc_path
+from occupancy.build.link import nvlink_path
+from occupancy.build.resolve import CheckResolver
+from occupancy.cli import main
+from occupancy.gate.check import evaluate
+from occupancy.inputs.manifest import load_manifest
+from tests.needs import need
+
+SAVED = Path(__file__).resolve().parent / "fixtures" / "saved"
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OCCUPANCY_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _nvcc(*args: str) -> str:
+    need(nvcc_path(), "nvcc")
+    r = subprocess.run([nvcc_path(), *args], capture_output=True, text=True, check=True)
+    return r.stdout + r.stderr
+
+
+def _resources(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, ["resources", *args], env={"COLUMNS": "200"})
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    return r.exit_code, r.stdout, r.stderr
+
+
+def _verdicts(tmp: Path, entries: str) -> dict[str, object]:
+    (tmp / "m.yaml").write_text("devices: [h100]\nkernels:\n" + entries)
+    return {v.kernel: v for v in evaluate(load_manifest(tmp / "m.yaml"), CheckResolver())}
+
+
+def test_nvlink_s_report_alone_gives_the_source_s_shared_memory(tmp_path: Path) -> None:
+    """nvlink 13's sm_90 report counts the 1 KB the driver reserves; with no target named,
+    it is taken out once the device's arch is known, as for the source."""
+    need(nvlink_path(), "nvlink")
+    for f in ("a", "b"):
+        _nvcc("-rdc=true", "-cubin", "-arch=sm_90", "-maxrregcount=32", str(SAVED / f"{f}.cu"),
+              "-o", str(tmp_path / f"{f}.cubin"))
+    r = subprocess.run([nvlink_path(), "-v", "-arch=sm_90", str(tmp_path / "a.cubin"),
+                        str(tmp_path / "b.cubin"), "-o", str(tmp_path / "l.cubin")],
+                       capture_output=True, text=True, check=True)
+    log = r.stdout + r.stderr
+    assert "(target:" not in log and "46024 bytes smem" in log
+    (tmp_path / "dlink.log").write_text(log)
+    v = _verdicts(tmp_path, "  - name: big\n    ptxas_log: dlink.log\n    function: big_smem\n"
+                            "    flags: [-rdc=true]\n    block: 128\n"
+                            f"  - name: src\n    source: {SAVED / 'a.cu'}\n    function: big_smem\n"
+                            f"    flags: [-rdc=true]\n    link: [{SAVED / 'b.cu'}]\n    block: 128\n"
+                            "  - name: remote\n    ptxas_log: dlink.log\n    function: k_remote\n"
+                            "    flags: [-rdc=true]\n    block: 128\n    no_spills: true\n")
+    assert v["big"].resources.static_shared_memory == v["src"].resources.static_shared_memory == 45000
+    assert v["big"].result.active_blocks_per_sm == v["src"].result.active_blocks_per_sm
+    # nvlink reports no spills: only the stack frame is known
+    assert not v["remote"].ok and "stack frame" in v["remote"].problems[0]
+
+
+def test_a_compile_log_with_nvlink_s_report_keeps_what_it_cannot_attribute(tmp_path: Path) -> None:
+    need(nvlink_path(), "nvlink")
+    _nvcc("-rdc=true", "-cubin", "-arch=sm_90", "-maxrregcount=32", "-Xptxas", "-v",
+          str(SAVED / "b.cu"), "-o", str(tmp_path / "b.cubin"))
+    log = _nvcc("-rdc=true", "-arch=sm_90", "-maxrregcount=32", "-Xptxas", "-v", "-Xnvlink", "-v",
+                "-cubin", str(SAVED / "b.cu"), "-o", str(tmp_path / "b2.cubin"))
+    log += _nvcc("-rdc=true", "-arch=sm_90", "-maxrregcount=32", "-Xptxas", "-v", "-Xnvlink", "-v",
+                 str(SAVED / "a.cu"), str(SAVED / "b.cu"), "-dlink", "-o", str(tmp_path / "l.o"))
+    (tmp_path / "both.log").write_text(log)
+    v = _verdicts(tmp_path, "  - name: remote\n    ptxas_log: both.log\n    function: k_remote\n"
+                            "    flags: [-rdc=true]\n    block: 256\n    no_spills: true\n")
+    assert not v["remote"].ok and "remote_heavy(float const*, int)" in v["remote"].problems[0]
+
+
+def test_relocatable_objects_that_do_not_link_or_hold_no_kernel_say_so(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.o", tmp_path / "b.o"
+    _nvcc("-dc", "-gencode", "arch=compute_90,code=sm_90", str(SAVED / "a.cu"), "-o", str(a))
+    _nvcc("-dc", "-gencode", "arch=compute_90,code=sm_90", str(SAVED / "b.cu"), "-o", str(b))
+    code, out, err = _resources(str(a), "--arch", "sm_90")
+    assert code == 2 and out == "" and "remote_heavy(float const*, int)" in err
+    assert err.count("Error: ") == 1 and "Traceback" not in err
+    code, out, err = _resources(str(b))
+    assert code == 2 and "no kernels in it" in err
+    code, out, err = _resources(str(b), "--manifest", "-d", "h100")
+    assert code == 2 and "kernels:" not in out
+
+
+def test_an_arch_the_binary_cannot_run_on_is_an_error_beside_the_rest(tmp_path: Path) -> None:
+    fat = tmp_path / "k.fatbin"
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* p) { p[threadIdx.x] = 1.f; }\n")
+    _nvcc("-fatbin", "-gencode", "arch=compute_80,code=sm_80", "-gencode",
+          "arch=compute_90,code=sm_90", str(src), "-o", str(fat))
+    assert _resources(str(fat))[0] == 0
+    code, out, err = _resources(str(fat), "--arch", "sm_86")  # the driver loads sm_80's SASS
+    assert code == 0 and "sm_80" in out
+    code, out, err = _resources(str(fat), "--arch", "sm_100")
+    assert code == 2 and "sm_90" in out and "nothing the driver can load on sm_100" in err
+
+
+def test_a_truncated_cubin_names_the_file(tmp_path: Path) -> None:
+    cubin = tmp_path / "k.cubin"
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* p) { p[threadIdx.x] = 1.f; }\n")
+    _nvcc("-cubin", "-arch=sm_90", str(src), "-o", str(cubin))
+    (tmp_path / "cut.cubin").write_bytes(cubin.read_bytes()[:300])
+    code, _, err = _resources(str(tmp_path / "cut.cubin"))
+    assert code == 2 and f"{tmp_path / 'cut.cubin'}:" in err and "Traceback" not in err
