@@ -359,7 +359,13 @@ def test_spills_and_stack_frames() -> None:
     frame = _res(stack_frame_bytes=16, spills_unknown=True, source="cubin")
     assert verdict(_spec(no_spills=True), V100, frame).problems == (
         "a 16 B stack frame per thread (cubin): local memory, from spills or local arrays (a binary "
-        "does not tell them apart); no_spills is set",)
+        "or nvlink's report does not tell them apart); no_spills is set",)
+    loose = _res(unattributed_spills=("heavy(float const*, int)",), source="ptxas log k.log sm_90")
+    assert verdict(_spec(no_spills=True), V100, loose).problems == (
+        "the log's device functions heavy(float const*, int) spill, compiled on their own (-G, "
+        "-rdc), and a ptxas log does not say which kernels call them (ptxas log k.log sm_90): "
+        "give the source or the cubin, whose call graph does; no_spills is set",)
+    assert verdict(_spec(), V100, loose).problems == ()
     assert verdict(_spec(no_spills=True), V100, _res(stack_frame_bytes=16)).problems == ()
     assert verdict(_spec(no_spills=True), V100, _res(spills_unknown=True)).problems == ()
 

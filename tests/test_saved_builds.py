@@ -117,3 +117,62 @@ def test_a_truncated_cubin_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "cut.cubin").write_bytes(cubin.read_bytes()[:300])
     code, _, err = _resources(str(tmp_path / "cut.cubin"))
     assert code == 2 and f"{tmp_path / 'cut.cubin'}:" in err and "Traceback" not in err
+
+
+def test_launch_bounds_minimum_blocks_from_an_nvcc_build(tmp_path: Path) -> None:
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void __launch_bounds__(128, 4) k(float* p) { p[threadIdx.x] = 1.f; }\n"
+                   "__global__ void free_(float* p) { p[threadIdx.x] = 2.f; }\n")
+    need(nvcc_path(), "nvcc")
+    import json
+
+    rows = {r["function"]: r for r in json.loads(_resources(str(src), "--arch", "sm_90", "--json")[1])}
+    assert rows["k(float*)"]["min_blocks_per_sm"] == 4 and rows["k(float*)"]["max_threads_per_block"] == 128
+    assert rows["free_(float*)"]["min_blocks_per_sm"] is None
+
+
+def test_an_rdc_build_s_cache_key_holds_what_the_link_uses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link that failed for want of libcudadevrt (or a linker) is cached under the inputs
+    it had: once they change, the build is tried again; other builds' keys do not hold them."""
+    from occupancy.build import cache
+    from occupancy.build.compilers import Compiler, make_build
+
+    c = Compiler("nvcc", "/opt/x/bin/nvcc", "/opt/x/bin/ptxas", "13.0")
+    rdc = make_build(SAVED / "a.cu", "sm_90", flags=["-rdc=true"])
+    whole = make_build(SAVED / "a.cu", "sm_90")
+    monkeypatch.setattr(cache, "linker_inputs", lambda arch, beside: ["/opt/x/bin/nvlink", None])
+    before = cache._key(rdc, c), cache._key(whole, c)
+    monkeypatch.setattr(cache, "linker_inputs",
+                        lambda arch, beside: ["/opt/x/bin/nvlink", "/opt/x/lib64/libcudadevrt.a"])
+    after = cache._key(rdc, c), cache._key(whole, c)
+    assert before[0] != after[0] and before[1] == after[1]
+
+
+def test_resources_device_links_other_sources_as_a_manifest_s_link(tmp_path: Path) -> None:
+    """`resources a.cu --link b.cu --flag=-rdc=true`: the numbers nvlink reports for the two
+    linked by hand; the starter manifest keeps the link; a missing one is named."""
+    import json
+    import re
+
+    need(nvlink_path(), "nvlink")
+    for f in ("a", "b"):
+        _nvcc("-rdc=true", "-cubin", "-arch=sm_90", "-maxrregcount=32", str(SAVED / f"{f}.cu"),
+              "-o", str(tmp_path / f"{f}.cubin"))
+    r = subprocess.run([nvlink_path(), "-v", "-arch=sm_90", str(tmp_path / "a.cubin"),
+                        str(tmp_path / "b.cubin"), "-o", str(tmp_path / "l.cubin")],
+                       capture_output=True, text=True, check=True)
+    truth = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(
+        r"Function properties for '([^']+)':\n.*used (\d+) registers, used \d+ barriers, (\d+) stack",
+        r.stdout + r.stderr)}
+    args = [str(SAVED / "a.cu"), "--link", str(SAVED / "b.cu"), "--arch", "sm_90",
+            "--flag=-rdc=true", "--flag=-maxrregcount=32"]
+    code, out, _ = _resources(*args, "--json")
+    got = {row["mangled"]: (row["registers_per_thread"], row["stack_frame_bytes"])
+           for row in json.loads(out)}
+    assert code == 0 and got == truth and "_Z8k_remotePfPKf" in got
+    code, out, _ = _resources(*args, "--manifest", "-d", "h100")
+    assert code == 0 and out.count(f'link: ["{SAVED / "b.cu"}"]') == 3
+    code, _, err = _resources(str(SAVED / "a.cu"), "--link", str(tmp_path / "gone.cu"))
+    assert code == 2 and "--link" in err and "no such file" in err
+    code, _, err = _resources(str(SAVED / "a.cu"), "--arch", "sm_90", "--flag=-rdc=true")
+    assert code == 2 and "remote_heavy" in err and "--link FILE" in err

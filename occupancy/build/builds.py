@@ -130,7 +130,8 @@ def _nvcc_build(build: Build, c: Compiler, probe: dict[str, object] | None = Non
         source = _instantiating_wrapper(build)
     log, data, deps, ptx = _nvcc_one(build, c, source, None if build.rdc else probe)
     if not build.rdc:
-        return (_combine(log, data, build, f"{c.label} {build.arch}", None, mix=False), deps,
+        # the PTX gives __launch_bounds__' second argument (.minnctapersm)
+        return (_combine(log, data, build, f"{c.label} {build.arch}", ptx, mix=False), deps,
                 data, ptx)
     objects = [data]
     for other in build.link:
@@ -140,7 +141,7 @@ def _nvcc_build(build: Build, c: Compiler, probe: dict[str, object] | None = Non
     linked = device_link(objects, build.arch, f"{inert(build.shown)} for {build.arch}",
                          beside=c.path)
     label = f"{c.label} -rdc device-linked {build.arch}"
-    return _combine(log, linked, build, label, None, linked=True, mix=False), deps, linked, ptx
+    return _combine(log, linked, build, label, ptx, linked=True, mix=False), deps, linked, ptx
 
 
 def _nvcc_one(build: Build, c: Compiler, source: str, probe: dict[str, object] | None = None

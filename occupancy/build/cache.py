@@ -16,16 +16,18 @@ from dataclasses import asdict
 from pathlib import Path
 
 from occupancy.build.compilers import Build, Compiler, nvdisasm_path
+from occupancy.build.link import linker_inputs
 from occupancy.build.resources import CompileError, KernelResources
 from occupancy.core.version import __version__
 from occupancy.inputs.safety import note_input
 
-CACHE_FORMAT = 10  # what a cache entry holds; bump when KernelResources gains a field or what
+CACHE_FORMAT = 11  # what a cache entry holds; bump when KernelResources gains a field or what
 # fills one changes (4: PTX, 5: -rdc builds read from the device-linked image, 6: the SASS
 # loop mix skips out-of-line fallbacks that branch back over an EXIT, 7: and prefers a loop
 # with global loads and stores among loops without FFMAs, 8: and counts a division's FFMAs
 # apart, div_ffma, 9: and the loop's indexed reads of __constant__ data, uldc, 10: a kernel's
-# spills include those of the device functions it calls, spilling_callees)
+# spills include those of the device functions it calls, spilling_callees, 11: nvcc builds
+# read __launch_bounds__' minimum blocks from their PTX, min_blocks_per_sm)
 # What an entry's SASS loop mix holds (its "mix"; False: none): bump when sass_loop_mix
 # changes. An entry with an older one is read again from its cached cubin, not recompiled.
 # (1, written `true`: up to CACHE_FORMAT 9; 2: the counts of the FFMA loops nested in the
@@ -87,7 +89,8 @@ def _key(build: Build, compiler: Compiler) -> str:
     blob = json.dumps([__version__, CACHE_FORMAT, compiler.label, compiler.path, nvdisasm_path(),
                        build.arch, *([NVRTC_TEXT] if compiler.kind == "nvrtc" else []),
                        build.source, text, build.include_dirs, build.flags, build.defines,
-                       build.name_expressions, build.link])
+                       build.name_expressions, build.link,
+                       linker_inputs(build.arch, compiler.path) if build.rdc else []])
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

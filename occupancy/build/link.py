@@ -105,6 +105,16 @@ def _cuda_lib_dirs(tool: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(dirs))
 
 
+def linker_inputs(arch: str, beside: str | None = None) -> list[str | None]:
+    """What device_link for `arch` would use besides the objects (the linker, libcudadevrt):
+    a build's cache key holds them, so a link that failed for want of one is tried again
+    once it is there."""
+    exe = _nvlink_for(arch, beside)
+    if exe is not None:
+        return [exe, _devrt(exe)]
+    return [nvjitlink_lib(), _devrt(None)]
+
+
 def device_link(objects: Sequence[bytes], arch: str, what: str, beside: str | None = None
                 ) -> bytes:
     """The linked cubin of relocatable cubins for `arch` (with the nvlink beside the nvcc
@@ -205,7 +215,7 @@ def _link_error(log: str, tmp: str | None) -> str:
         names = demangle(missing)
         shown = ", ".join(inert(names[m]) for m in missing[:3])
         return (f"undefined reference to {shown}, defined in another file: list that file "
-                f"under the entry's `link:`, or {LINK_HINT}")
+                f"under the entry's `link:` (resources: --link FILE), or {LINK_HINT}")
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
     errs = [ln for ln in lines if "error" in ln.lower()] or lines
     msg = " | ".join(errs[:2])[:400]

@@ -152,7 +152,8 @@ class ListedKernel:
 
 def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[str] = (),
                    flags: Sequence[str] = (), defines: Mapping[str, str] | None = None,
-                   failed: list[str] | None = None, asked: bool = True) -> list[ListedKernel]:
+                   link: Sequence[str] = (), failed: list[str] | None = None, asked: bool = True
+                   ) -> list[ListedKernel]:
     """Every kernel in a .cu (compiled for each arch), a ptxas log (each section), or a
     cubin / fatbin / executable / library (each SASS arch, and PTX JIT-compiled for the
     archs asked for that have no SASS the driver would load). With `failed`, an arch a .cu
@@ -167,7 +168,7 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
         for arch in archs:
             try:
                 build = device_build(make_build(path, arch, shown=shown, include_dirs=include_dirs,
-                                                flags=flags, defines=defines))  # as check builds it
+                                                flags=flags, defines=defines, link=link))
                 found = _estimate_label(compile_build(build), arch, build)
             except OccupancyError as exc:
                 if failed is None:

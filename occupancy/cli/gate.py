@@ -69,13 +69,16 @@ def check_inputs(m: Any) -> list[str]:
 @click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="Include folder for .cu files.")
 @click.option("--flag", "flags", multiple=True, metavar="FLAG",
               help="A compiler flag for .cu files (repeat), e.g. --flag=-std=c++17.")
+@click.option("--link", "links", multiple=True, metavar="FILE.cu",
+              help="Another source to device-link with each .cu, as a manifest's `link:` "
+                   "(repeat; needs --flag=-rdc=true).")
 @click.option("--manifest", "as_manifest", is_flag=True,
               help="Print a starter manifest for `occupancy check` with these kernels.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
 @translate_errors
 def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[str, ...],
-              include_dirs: tuple[str, ...], flags: tuple[str, ...], as_manifest: bool,
-              as_json: bool) -> None:
+              include_dirs: tuple[str, ...], flags: tuple[str, ...], links: tuple[str, ...],
+              as_manifest: bool, as_json: bool) -> None:
     """Every kernel in a .cu, ptxas log, cubin, fatbin, executable or library, per arch.
 
     Registers, static shared memory, stack, spills and launch bounds, with names demangled.
@@ -94,14 +97,14 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     for a in archs:
         if not re.fullmatch(r"sm_\d{2,3}a?", a):
             raise InputError(f"--arch {a!r}: use sm_XX, e.g. sm_80")
-    check_options(include_dirs, flags)
+    check_options(include_dirs, flags, links)
     wanted = list(dict.fromkeys([*archs, *[arch_of(d) for d in devs]])) or ["sm_80"]
     listed: list[Any] = []
     # a starter manifest is all or nothing; a listing shows what compiled and then each
     # file and arch that did not, as errors (exit 2)
     failed: list[str] | None = None if as_manifest else []
     for f in files:
-        listed += _listed(f, wanted, include_dirs, flags, failed, len(files) > 1,
+        listed += _listed(f, wanted, include_dirs, flags, links, failed, len(files) > 1,
                           bool(archs or devs))
     # an executable with dynamic parallelism holds the device runtime's kernels too: the
     # user's alone are listed (all of them where there are no others: libcudadevrt itself)
@@ -109,7 +112,8 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     if as_manifest:
         from occupancy.output.starter import starter_manifest
 
-        click.echo(starter_manifest(ours, [d.key for d in devs], include_dirs, flags), nl=False)
+        click.echo(starter_manifest(ours, [d.key for d in devs], include_dirs, flags, links),
+                   nl=False)
         return
     if failed and not listed:
         raise InputError(failed[0])
@@ -123,14 +127,15 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
 
 
 def _listed(path: str, archs: list[str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
-            failed: list[str] | None, among_others: bool, asked: bool) -> list[Any]:
+            links: tuple[str, ...], failed: list[str] | None, among_others: bool, asked: bool
+            ) -> list[Any]:
     """One file's kernels; with `failed`, an arch it does not compile for adds its error
     there, and so does a file that gives none where other files follow."""
     from occupancy.build.resolve import list_resources
 
     try:
         return list_resources(path, archs, include_dirs=include_dirs, flags=list(flags),
-                              failed=failed, asked=asked)
+                              link=links, failed=failed, asked=asked)
     except OccupancyError as exc:
         if failed is None or not among_others:
             raise
@@ -138,9 +143,10 @@ def _listed(path: str, archs: list[str], include_dirs: tuple[str, ...], flags: t
         return []
 
 
-def check_options(include_dirs: tuple[str, ...], flags: tuple[str, ...]) -> None:
-    """resources' -I and --flag, checked as the options they are (a missing folder, a flag
-    refused), before any file is read."""
+def check_options(include_dirs: tuple[str, ...], flags: tuple[str, ...],
+                  links: tuple[str, ...] = ()) -> None:
+    """resources' -I, --flag and --link, checked as the options they are (a missing folder
+    or file, a flag refused), before any file is read."""
     import os
 
     from occupancy.inputs.flags import check_flags
@@ -149,4 +155,8 @@ def check_options(include_dirs: tuple[str, ...], flags: tuple[str, ...]) -> None
         safe_path(d, f"-I {excerpt(d)}")
         if not os.path.isdir(d):
             raise InputError(f"-I {excerpt(d)}: no such folder")
+    for f in links:
+        safe_path(f, f"--link {excerpt(f)}")
+        if not os.path.isfile(f):
+            raise InputError(f"--link {excerpt(f)}: no such file")
     check_flags(list(flags), "--flag", includes="-I")

@@ -11,10 +11,12 @@ if TYPE_CHECKING:
 
 
 def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str],
-                     include_dirs: Sequence[str] = (), flags: Sequence[str] = ()) -> str:
+                     include_dirs: Sequence[str] = (), flags: Sequence[str] = (),
+                     link: Sequence[str] = ()) -> str:
     """A manifest for `occupancy check` naming every kernel listed, built with the include
-    folders and flags given (so it compiles as written); each name unique. Paths are
-    absolute, so the file may be saved anywhere. The user sets the blocks."""
+    folders, flags and sources to device-link given (so it compiles as written); each name
+    unique. Paths are absolute, so the file may be saved anywhere. The user sets the
+    blocks."""
     import json
     import os
     import re
@@ -56,4 +58,6 @@ def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str],
         lines += [f"  - name: {json.dumps(unique)}",
                   f"    {kind}: {json.dumps(os.path.abspath(file))}",
                   f"    function: {json.dumps(fn)}", "    block: 256  # set: threads per block"]
+        if link and kind == "source":
+            lines.append(f"    link: {json.dumps([os.path.abspath(f) for f in link])}")
     return "\n".join(lines) + "\n"
