@@ -94,6 +94,11 @@ def test_relocatable_objects_that_do_not_link_or_hold_no_kernel_say_so(tmp_path:
     assert code == 2 and "no kernels in it" in err
     code, out, err = _resources(str(b), "--manifest", "-d", "h100")
     assert code == 2 and "kernels:" not in out
+    (tmp_path / "m.yaml").write_text(f"devices: [a100, h100]\nkernels:\n  - name: k\n"
+                                     f"    cubin: {a}\n    function: k_spill\n    block: 128\n")
+    v = {x.device: x for x in evaluate(load_manifest(tmp_path / "m.yaml"), CheckResolver())}
+    assert v["a100"].status == "error" and "SASS sm_90 (relocatable, not linked)" in v["a100"].problems[0]
+    assert v["h100"].status == "error" and "remote_heavy(float const*, int)" in v["h100"].problems[0]
 
 
 def test_an_arch_the_binary_cannot_run_on_is_an_error_beside_the_rest(tmp_path: Path) -> None:

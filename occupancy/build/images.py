@@ -171,10 +171,16 @@ def resources_for_device(img: BinaryImage, dev: Device, shown: str
     if ptxs:
         src_arch = max(ptxs, key=_num)
         return jit_ptx(img.ptx[src_arch], src_arch, f"sm_{want}", shown)
+    raise OccupancyError(nothing_loads(img, shown, f"sm_{want}", f"{dev.name} (sm_{want})"))
+
+
+def nothing_loads(img: BinaryImage, shown: str, arch: str, on: str = "") -> str:
+    """Why a binary gives nothing on `arch`: what it has, and the build flag that would."""
     have = ", ".join([f"SASS {a}" for a in sorted(img.sass, key=_num)]
+                     + [f"SASS {a} (relocatable, not linked)" for a in sorted(img.unlinked, key=_num)]
                      + [f"PTX compute_{a[3:]}" for a in sorted(img.ptx, key=_num)]) or "nothing"
-    raise OccupancyError(f"{inert(shown)}: nothing the driver can load on {dev.name} (sm_{want}): "
-                         f"it has {have}; build with -gencode arch=compute_{want},code=sm_{want}")
+    return (f"{inert(shown)}: nothing the driver can load on {on or arch}: it has {have}; "
+            f"build with -gencode arch=compute_{arch[3:]},code={arch}")
 
 
 def jit_ptx(ptx: str, src_arch: str, arch: str, shown: str) -> dict[str, KernelResources]:

@@ -11,7 +11,14 @@ from occupancy.build.batch import compile_builds
 from occupancy.build.binaries import kind_of
 from occupancy.build.builds import _estimate_label, arch_of, compile_build, device_build, with_names
 from occupancy.build.compilers import Build, make_build
-from occupancy.build.images import BinaryImage, _num, jit_ptx, read_binary, resources_for_device
+from occupancy.build.images import (
+    BinaryImage,
+    _num,
+    jit_ptx,
+    nothing_loads,
+    read_binary,
+    resources_for_device,
+)
 from occupancy.build.resources import KernelResources, parse_ptxas_log
 from occupancy.core.device import Device
 from occupancy.core.errors import FileError, OccupancyError
@@ -228,11 +235,7 @@ def _binary_rows(img: BinaryImage, shown: str, archs: Sequence[str], asked: bool
             out += [ListedKernel(shown, arch, r)
                     for r in jit_ptx(img.ptx[src], src, arch, shown).values()]
         elif asked:
-            have = ", ".join([f"SASS {a}" for a in sorted(img.sass, key=_num)]
-                             + [f"PTX compute_{a[3:]}" for a in sorted(img.ptx, key=_num)])
-            errors.append(f"{inert(shown)}: nothing the driver can load on {arch}: it has "
-                          f"{have or 'nothing'}; build with -gencode "
-                          f"arch=compute_{arch[3:]},code={arch}")
+            errors.append(nothing_loads(img, shown, arch))
     return out, errors
 
 
