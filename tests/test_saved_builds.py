@@ -44,17 +44,22 @@ def _verdicts(tmp: Path, entries: str) -> dict[str, object]:
     return {v.kernel: v for v in evaluate(load_manifest(tmp / "m.yaml"), CheckResolver())}
 
 
-def test_nvlink_s_report_alone_gives_the_source_s_shared_memory(tmp_path: Path) -> None:
-    """nvlink 13's sm_90 report counts the 1 KB the driver reserves; with no target named,
-    it is taken out once the device's arch is known, as for the source."""
+def _linked_by_hand(tmp: Path) -> str:
+    """a.cu and b.cu compiled -rdc for sm_90 and linked by nvlink -v: its report."""
     need(nvlink_path(), "nvlink")
     for f in ("a", "b"):
         _nvcc("-rdc=true", "-cubin", "-arch=sm_90", "-maxrregcount=32", str(SAVED / f"{f}.cu"),
-              "-o", str(tmp_path / f"{f}.cubin"))
-    r = subprocess.run([nvlink_path(), "-v", "-arch=sm_90", str(tmp_path / "a.cubin"),
-                        str(tmp_path / "b.cubin"), "-o", str(tmp_path / "l.cubin")],
+              "-o", str(tmp / f"{f}.cubin"))
+    r = subprocess.run([nvlink_path(), "-v", "-arch=sm_90", str(tmp / "a.cubin"),
+                        str(tmp / "b.cubin"), "-o", str(tmp / "l.cubin")],
                        capture_output=True, text=True, check=True)
-    log = r.stdout + r.stderr
+    return r.stdout + r.stderr
+
+
+def test_nvlink_s_report_alone_gives_the_source_s_shared_memory(tmp_path: Path) -> None:
+    """nvlink 13's sm_90 report counts the 1 KB the driver reserves; with no target named,
+    it is taken out once the device's arch is known, as for the source."""
+    log = _linked_by_hand(tmp_path)
     assert "(target:" not in log and "46024 bytes smem" in log
     (tmp_path / "dlink.log").write_text(log)
     v = _verdicts(tmp_path, "  - name: big\n    ptxas_log: dlink.log\n    function: big_smem\n"
@@ -159,16 +164,9 @@ def test_resources_device_links_other_sources_as_a_manifest_s_link(tmp_path: Pat
     import json
     import re
 
-    need(nvlink_path(), "nvlink")
-    for f in ("a", "b"):
-        _nvcc("-rdc=true", "-cubin", "-arch=sm_90", "-maxrregcount=32", str(SAVED / f"{f}.cu"),
-              "-o", str(tmp_path / f"{f}.cubin"))
-    r = subprocess.run([nvlink_path(), "-v", "-arch=sm_90", str(tmp_path / "a.cubin"),
-                        str(tmp_path / "b.cubin"), "-o", str(tmp_path / "l.cubin")],
-                       capture_output=True, text=True, check=True)
     truth = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(
         r"Function properties for '([^']+)':\n.*used (\d+) registers, used \d+ barriers, (\d+) stack",
-        r.stdout + r.stderr)}
+        _linked_by_hand(tmp_path))}
     args = [str(SAVED / "a.cu"), "--link", str(SAVED / "b.cu"), "--arch", "sm_90",
             "--flag=-rdc=true", "--flag=-maxrregcount=32"]
     code, out, _ = _resources(*args, "--json")
