@@ -238,3 +238,51 @@ def test_no_spills_on_a_g_log_says_it_cannot_tell_and_the_source_can(tmp_path: P
     assert all(x["spills_known"] for x in from_source.values())
     assert from_source["plain(float*)"]["spill_bytes"] == 0
     assert from_source["k(float*, float const*, int)"]["spill_bytes"] > 0
+
+
+def test_thousands_of_unattributed_functions_share_one_short_tuple() -> None:
+    """Attack run, stop 40: each kernel had copied the list of every spilling function, a
+    log's size squared (10k functions and kernels: 77 s, 1.6 GB)."""
+    from occupancy.build.resources import UNATTRIBUTED_SHOWN
+
+    fns = "".join(f"ptxas info    : Function properties for _Z2f{i}v\n"
+                  "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+                  "ptxas info    : Compile time = 1.0 ms\n" for i in range(2000))
+    ks = "".join(f"ptxas info    : Compiling entry function '_Z2k{i}v' for 'sm_90'\n"
+                 f"ptxas info    : Function properties for _Z2k{i}v\n"
+                 "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+                 "ptxas info    : Used 8 registers, used 0 barriers\n" for i in range(2000))
+    got = parse_ptxas_log(fns + ks)["sm_90"]
+    first = got["_Z2k0v"].unattributed_spills
+    assert len(got) == 2000 and len(first) == UNATTRIBUTED_SHOWN
+    assert all(k.unattributed_spills is first for k in got.values())
+
+
+@pytest.mark.parametrize("bad", ["used 20 registers, used 0 barriers, 0 stack, 1234567890123 bytes smem",
+                                 "used 20 registers, used 0 barriers, -16 stack, 0 bytes smem",
+                                 "used 20 registers, used one barriers, 0 stack, 0 bytes smem"])
+def test_an_nvlink_line_that_does_not_read_is_an_error_not_skipped(bad: str) -> None:
+    """Attack run, stop 40: the report was dropped and the compile step's numbers passed."""
+    from occupancy.core.errors import OccupancyError
+
+    log = ("ptxas info    : Compiling entry function '_Z1kv' for 'sm_90'\n"
+           "ptxas info    : Function properties for _Z1kv\n"
+           "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+           "ptxas info    : Used 20 registers, used 0 barriers\n"
+           "nvlink info    : Function properties for '_Z1kv':\n"
+           f"nvlink info    : {bad}, 536 bytes cmem[0], 0 bytes lmem\n")
+    with pytest.raises(OccupancyError, match=r"line (5|6)\b"):
+        parse_ptxas_log(log, label="ptxas log k.log")
+
+
+def test_sm_90a_s_nvlink_report_loses_the_reserved_kilobyte_too() -> None:
+    from occupancy.build.resources import log_section
+
+    line = ("nvlink info    : Function properties for '_Z1kv':\n"
+            "nvlink info    : used 12 registers, used 1 barriers, 0 stack, 3072 bytes smem, "
+            "536 bytes cmem[0], 0 bytes lmem{}\n")
+    targeted = parse_ptxas_log(line.format(" (target: sm_90a)"))
+    assert targeted["sm_90a"]["_Z1kv"].static_shared_memory == 2048
+    bare = parse_ptxas_log(line.format(""))
+    assert log_section(bare, "sm_90a", "k.log")["_Z1kv"].static_shared_memory == 2048
+    assert log_section(bare, "sm_100", "k.log")["_Z1kv"].static_shared_memory == 3072

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from occupancy.core.errors import OccupancyError
+from tests.needs import need
 from tests.test_hostile import one_error_line, run
 
 PROFILE_PARENT = "extends: h200\nname: parent of a test profile\n"
@@ -235,7 +236,7 @@ def test_a_cuda_looking_path_must_be_a_system_install(tmp_path: Path,
         assert keys.system_owned(os.path.realpath(real))
         monkeypatch.setattr(keys, "_INSTALLED", re.compile(
             r"/(usr/local|opt)/cuda(-[0-9][0-9.]*)?/bin/nvcc"))
-        assert keys._installed_nvcc(Path(real)) == real  # a folder only root writes to: as named
+        assert keys._installed_nvcc(Path(real)) == os.path.realpath(real)  # the install's own
     # the user's own $CUDA_HOME, whatever its nvcc links to, runs as named: its folder holds
     # the install's nvcc.profile and ptxas
     home = tmp_path / "home"
@@ -303,3 +304,27 @@ def test_the_host_header_hint_looks_only_in_the_host_s_folders() -> None:
     assert not _host_header(log.format("not_written_yet.h"))
     if os.path.isfile("/usr/include/stdio.h"):
         assert _host_header(log.format("stdio.h"))
+
+
+def test_a_root_owned_repository_s_link_to_nvcc_runs_the_install_s_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI job run as root clones a repository whose folders root owns: its tools/nvcc, a
+    link to the nvcc on PATH, must not run from tools/, where its own nvlink, ptxas and
+    nvcc.profile sit (attack run, stop 40: its nvlink ran for an -rdc build)."""
+    import shutil
+
+    from occupancy.inputs.manifest import keys
+
+    nvcc = shutil.which("nvcc")
+    need(nvcc, "nvcc")
+    tools = tmp_path / "repo" / "tools"
+    tools.mkdir(parents=True)
+    (tools / "nvcc").symlink_to(nvcc)
+    for name in ("nvlink", "ptxas"):
+        (tools / name).write_text("#!/bin/sh\ntouch \"$0.ran\"\n")
+        (tools / name).chmod(0o755)
+    monkeypatch.setattr(keys, "system_owned", lambda path: True)  # as root's checkout is
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    got = keys.parse_compilers({"sm_90": "tools/nvcc"}, tmp_path / "repo", 1)["sm_90"]
+    assert got == os.path.realpath(nvcc) and not got.startswith(str(tmp_path))

@@ -92,8 +92,12 @@ _COMPILE_TIME = re.compile(r"ptxas info\s*:\s*Compile time")
 _COMPILING_ARCH = re.compile(r"for '(sm_\w+)'")
 # a count over the 12 digits the patterns above read, where ptxas writes a count (a
 # compiler warning that quotes a source line with a long number is no count)
-_TOO_LONG = re.compile(r"^\s*(?:(?:ptxas info\s*:|\d+ bytes stack frame\b).*?\b|)"
-                       r"\d{13,} (?:bytes|registers|barriers)\b")
+_TOO_LONG = re.compile(r"^\s*(?:(?:(?:ptxas|nvlink) info\s*:|\d+ bytes stack frame\b).*?\b|)"
+                       r"\d{13,} (?:bytes|registers|barriers|stack)\b")
+_NVLINK_USED_ANY = re.compile(r"nvlink info\s*:\s*used\b")
+# what a verdict names of the spilling functions a log cannot attribute (one shared tuple:
+# a log of thousands of functions and kernels is no product of the two)
+UNATTRIBUTED_SHOWN = 8
 
 _NVLINK_PROPS = re.compile(r"nvlink info\s*:\s*Function properties for '([^'\s]+)'")
 _NVLINK_USED = re.compile(r"nvlink info\s*:\s*used (\d{1,6}) registers, used (\d{1,6}) barriers, "
@@ -156,7 +160,7 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
                 found[current]["total_stack"] = int(cumulative.group(1))
     sections: LogSections = {}
     # functions compiled on their own that spill: which kernels call them, the log does not say
-    loose = tuple(device_function_spills(text)) if callees.relocatable else ()
+    loose = tuple(device_function_spills(text))[:UNATTRIBUTED_SHOWN] if callees.relocatable else ()
     for (arch, name), v in found.items():
         if "regs" not in v:
             continue
@@ -167,7 +171,7 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
             v.get("stores", 0) + sum(c[1] for c in called),
             v.get("loads", 0) + sum(c[2] for c in called), None, f"{label} {arch}".strip(),
             spilling_callees=tuple(dict.fromkeys(c[0] for c in called)),
-            unattributed_spills=tuple(f for f in loose if f != name))
+            unattributed_spills=loose)  # device functions only: never the kernel itself
     return _with_nvlink(text, sections, label)
 
 
@@ -275,17 +279,21 @@ def _with_nvlink(text: str, sections: LogSections, label: str) -> LogSections:
     the target only when it links several; one target is the log's one ptxas arch."""
     archs = [a for a in sections if a]
     name = None
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         m = _NVLINK_PROPS.search(line)
         if m:
             name = m.group(1)
             continue
         m = _NVLINK_USED.search(line)
+        if not m and name is not None and _NVLINK_USED_ANY.search(line):
+            raise OccupancyError(f"{label or 'nvlink output'}: line {number}: nvlink's report of "
+                                 f"{inert(name)} does not read as nvlink writes it (registers, "
+                                 "barriers, stack, bytes smem): not an nvlink report")
         if not m or name is None:
             continue
         arch = m.group(5) or (archs[0] if len(archs) == 1 else "")
         regs, bars, stack, smem = (int(m.group(i)) for i in range(1, 5))
-        if arch[3:].isdigit() and int(arch[3:]) // 10 == 9 and smem:
+        if _hopper(arch) and smem:
             # nvlink 13 counts the 1 KB the driver reserves in its sm_90 report (3,072 B for
             # 2 KB declared), not in its sm_100 / sm_120 ones (2,048 B): checked on both
             smem = max(smem - 1024, 0)
@@ -301,6 +309,12 @@ def _with_nvlink(text: str, sections: LogSections, label: str) -> LogSections:
     return sections
 
 
+def _hopper(arch: str) -> bool:
+    """sm_90, sm_90a: the archs whose nvlink 13 report holds the reserved 1 KB."""
+    digits = re.sub(r"\D", "", arch)
+    return bool(digits) and int(digits) // 10 == 9
+
+
 def log_section(sections: LogSections, arch: str, where: str) -> dict[str, KernelResources]:
     """The section of one architecture; never another arch's numbers."""
     if arch in sections:
@@ -308,7 +322,7 @@ def log_section(sections: LogSections, arch: str, where: str) -> dict[str, Kerne
     if list(sections) == [""]:  # a log that never says its arch: the user vouches for it
         # nvlink names no target where it links one; its sm_90 report holds the reserved
         # 1 KB (_with_nvlink), which is taken out once the arch is known
-        if arch[3:].isdigit() and int(arch[3:]) // 10 == 9:
+        if _hopper(arch):
             return {k: replace(v, static_shared_memory=max(v.static_shared_memory - 1024, 0))
                     if v.linked and v.static_shared_memory else v for k, v in sections[""].items()}
         return sections[""]

@@ -211,10 +211,10 @@ def _installed_nvcc(q: Path) -> str | None:
     /opt/cuda... where the system put it (root's, writable by no one else: system_owned),
     $CUDA_HOME's or $CUDA_PATH's, or the nvcc on PATH (links followed); None where it is
     not. nvcc reads nvcc.profile (which names the programs it runs) from the folder it was
-    started from, and ptxas is looked for there: `q` as named where that folder is the
-    user's own choice ($CUDA_HOME's, PATH's) or no one but root writes to it, else the
-    install's own path, links resolved (a repository's link to the system nvcc must not
-    bring a profile of its own)."""
+    started from, and ptxas and nvlink are looked for there: `q` as named where it is the
+    user's own choice ($CUDA_HOME's, $CUDA_PATH's, PATH's nvcc), else the install's own
+    path, links resolved (a repository's link to the system nvcc must not bring a profile,
+    ptxas or nvlink of its own, even where root owns the repository's folders)."""
     import os
     import shutil
 
@@ -226,7 +226,9 @@ def _installed_nvcc(q: Path) -> str | None:
         return str(q)
     if (_INSTALLED.fullmatch(real) and system_owned(real)) or \
             any(os.path.realpath(x) == real for x in mine):
-        return str(q) if system_owned(os.path.dirname(os.path.abspath(q))) else real
+        # the install's own path: a link elsewhere (a repository's, whose folder root may own
+        # in a CI job run as root) would bring that folder's profile, ptxas and nvlink
+        return real
     return None
 
 
