@@ -286,3 +286,27 @@ def test_sm_90a_s_nvlink_report_loses_the_reserved_kilobyte_too() -> None:
     bare = parse_ptxas_log(line.format(""))
     assert log_section(bare, "sm_90a", "k.log")["_Z1kv"].static_shared_memory == 2048
     assert log_section(bare, "sm_100", "k.log")["_Z1kv"].static_shared_memory == 3072
+
+
+def test_another_arch_s_spilling_function_is_not_this_arch_s() -> None:
+    """Review, stop 40: a function that spills on sm_90 only had failed the sm_80 kernels.
+    Each compile (after its `gmem` line) is its kernels' arch; one of device functions only
+    names none and counts for every arch."""
+    def compile_(arch: str, spill: int, fn: str = "_Z6helperPKfi", kernel: bool = True) -> str:
+        out = ("ptxas info    : 0 bytes gmem\n"
+               f"ptxas info    : Function properties for {fn}\n"
+               f"    0 bytes stack frame, {spill} bytes spill stores, {spill} bytes spill loads\n"
+               "ptxas info    : Compile time = 1.0 ms\n")
+        if kernel:
+            out += (f"ptxas info    : Compiling entry function '_Z4kernPf' for '{arch}'\n"
+                    "ptxas info    : Function properties for _Z4kernPf\n"
+                    "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+                    "ptxas info    : Used 24 registers, used 0 barriers\n")
+        return out
+
+    got = parse_ptxas_log(compile_("sm_80", 0) + compile_("sm_90", 284), relocatable=True)
+    assert got["sm_80"]["_Z4kernPf"].unattributed_spills == ()
+    assert got["sm_90"]["_Z4kernPf"].unattributed_spills == ("_Z6helperPKfi",)
+    shared = compile_("", 12, "_Z6remotev", kernel=False)  # another file's functions, no kernel
+    got = parse_ptxas_log(compile_("sm_80", 0) + compile_("sm_90", 0) + shared, relocatable=True)
+    assert all(got[a]["_Z4kernPf"].unattributed_spills == ("_Z6remotev",) for a in ("sm_80", "sm_90"))

@@ -110,13 +110,14 @@ def test_an_executable_with_dynamic_parallelism_lists_the_user_s_kernels(tmp_pat
 
     need(nvcc_path(), "nvcc")
     (tmp_path / "main.cu").write_text(MAIN)
-    exe = tmp_path / "cdp"
-    subprocess.run([nvcc_path(), "-rdc=true", "-arch=sm_90", str(tmp_path / "main.cu"), "-o",
+    exe = tmp_path / "cdp"  # two archs: the runtime's kernels counted once, not per arch
+    subprocess.run([nvcc_path(), "-rdc=true", "-gencode", "arch=compute_80,code=sm_80",
+                    "-gencode", "arch=compute_90,code=sm_90", str(tmp_path / "main.cu"), "-o",
                     str(exe)], check=True, capture_output=True)
     text = CliRunner().invoke(main, ["resources", str(exe)], env={"COLUMNS": "200"})
     assert text.exit_code == 0 and "parent" in text.stdout and "memset" not in text.stdout
-    assert "kernels of CUDA's device runtime" in text.stdout
+    assert "(and 32 kernels of CUDA's device runtime" in text.stdout
     rows = json.loads(CliRunner().invoke(main, ["resources", str(exe), "--json"]).stdout)
-    assert sorted(r["mangled"] for r in rows) == ["_Z5childPi", "_Z6parentPi"]
+    assert sorted(r["mangled"] for r in rows) == ["_Z5childPi"] * 2 + ["_Z6parentPi"] * 2
     starter = CliRunner().invoke(main, ["resources", str(exe), "--manifest", "-d", "h100"]).stdout
     assert "parent" in starter and "memset" not in starter and "memcpy" not in starter

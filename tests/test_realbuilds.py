@@ -360,7 +360,7 @@ def test_extern_c_glued_to_global_builds_on_nvrtc_as_on_nvcc(tmp_path: Path) -> 
     src = tmp_path / "glued.cu"
     src.write_text('extern "C"__global__ void kx(float* p) { p[threadIdx.x] = 1.f; }\n'
                    'extern "C"  __global__ void ky(float* p) { p[0] = 2.f; }\n'
-                   '// extern "C"__device__ in a comment, read as it is\n')
+                   '// extern "C"__device__ in a comment: spaced there too, harmlessly\n')
     on_nvrtc = compile_build(make_build(src, "sm_61"))
     on_nvcc = compile_build(make_build(src, "sm_90"))
     assert set(on_nvrtc) == set(on_nvcc) == {"kx", "ky"}

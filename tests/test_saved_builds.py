@@ -5,6 +5,7 @@ cannot run on, and a truncated cubin. Real nvcc and nvlink (tests/fixtures/saved
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -69,6 +70,10 @@ def test_nvlink_s_report_alone_gives_the_source_s_shared_memory(tmp_path: Path) 
                             "  - name: remote\n    ptxas_log: dlink.log\n    function: k_remote\n"
                             "    flags: [-rdc=true]\n    block: 128\n    no_spills: true\n")
     assert v["big"].resources.static_shared_memory == v["src"].resources.static_shared_memory == 45000
+    # resources reads the log for the arch asked, as check does
+    rows = json.loads(_resources(str(tmp_path / "dlink.log"), "--arch", "sm_90", "--json")[1])
+    assert {(r["arch"], r["static_shared_memory"]) for r in rows if r["mangled"] == "_Z8big_smemPf"} \
+        == {("sm_90", 45000)}
     assert v["big"].result.active_blocks_per_sm == v["src"].result.active_blocks_per_sm
     # nvlink reports no spills: only the stack frame is known
     assert not v["remote"].ok and "stack frame" in v["remote"].problems[0]
@@ -134,8 +139,6 @@ def test_launch_bounds_minimum_blocks_from_an_nvcc_build(tmp_path: Path) -> None
     src.write_text("__global__ void __launch_bounds__(128, 4) k(float* p) { p[threadIdx.x] = 1.f; }\n"
                    "__global__ void free_(float* p) { p[threadIdx.x] = 2.f; }\n")
     need(nvcc_path(), "nvcc")
-    import json
-
     rows = {r["function"]: r for r in json.loads(_resources(str(src), "--arch", "sm_90", "--json")[1])}
     assert rows["k(float*)"]["min_blocks_per_sm"] == 4 and rows["k(float*)"]["max_threads_per_block"] == 128
     assert rows["free_(float*)"]["min_blocks_per_sm"] is None
@@ -161,7 +164,6 @@ def test_an_rdc_build_s_cache_key_holds_what_the_link_uses(monkeypatch: pytest.M
 def test_resources_device_links_other_sources_as_a_manifest_s_link(tmp_path: Path) -> None:
     """`resources a.cu --link b.cu --flag=-rdc=true`: the numbers nvlink reports for the two
     linked by hand; the starter manifest keeps the link; a missing one is named."""
-    import json
     import re
 
     truth = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(
@@ -179,3 +181,80 @@ def test_resources_device_links_other_sources_as_a_manifest_s_link(tmp_path: Pat
     assert code == 2 and "--link" in err and "no such file" in err
     code, _, err = _resources(str(SAVED / "a.cu"), "--arch", "sm_90", "--flag=-rdc=true")
     assert code == 2 and "remote_heavy" in err and "--link FILE" in err
+
+
+def test_link_is_checked_as_an_option_before_anything_compiles(tmp_path: Path) -> None:
+    """Review and attack run, stop 40: --link without -rdc named the manifest's key; a binary
+    or a non-source given --link was ignored or compiled as CUDA; a file listed and linked
+    was linked with itself; no cap on how many."""
+    a, b = str(SAVED / "a.cu"), str(SAVED / "b.cu")
+    rdc = "--flag=-rdc=true"
+    cases = [([a, "--link", b], "add --flag=-rdc=true"),
+             ([a, "--link", str(tmp_path), rdc], "not a CUDA source"),
+             ([a, "--link", "/dev/null.cu", rdc], "no such file"),
+             ([str(tmp_path / "k.cubin"), "--link", b, rdc], "is no CUDA source"),
+             ([a, *[x for _ in range(65) for x in ("--link", b)], rdc], "at most 64")]
+    (tmp_path / "k.cubin").write_bytes(b"\x7fELF")
+    (tmp_path / "dir.cu").mkdir()
+    cases.append(([a, "--link", str(tmp_path / "dir.cu"), rdc], "not a regular file"))
+    for args, says in cases:
+        code, out, err = _resources(*args)
+        assert code == 2 and out == "" and says in err and err.count("Error: ") == 1, (args, err)
+    need(nvcc_path(), "nvcc")
+    code, out, err = _resources(a, b, "--link", b, "--arch", "sm_90", rdc, "--json")
+    # b.cu is not linked with itself: it compiles, and holds no kernel of its own
+    assert code == 2 and "Multiple definition" not in err and "b.cu: no kernels found" in err
+    assert {r["file"] for r in json.loads(out)} == {a}
+
+
+def test_a_kernel_in_a_linked_file_keeps_its_launch_bounds(tmp_path: Path) -> None:
+    other = tmp_path / "other.cu"
+    other.write_text("__global__ void __launch_bounds__(128, 4) other_k(float* p) { p[0] = 1.f; }\n")
+    main_ = tmp_path / "main.cu"
+    main_.write_text("__global__ void __launch_bounds__(256, 2) main_k(float* p) { p[0] = 2.f; }\n")
+    need(nvcc_path(), "nvcc")
+    code, out, _ = _resources(str(main_), "--link", str(other), "--arch", "sm_90",
+                              "--flag=-rdc=true", "--json")
+    got = {r["function"]: r["min_blocks_per_sm"] for r in json.loads(out)}
+    assert code == 0 and got == {"main_k(float*)": 2, "other_k(float*)": 4}
+
+
+def test_ptx_only_without_an_arch_says_which_to_give(tmp_path: Path) -> None:
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* p) { p[threadIdx.x] = 1.f; }\n")
+    fat = tmp_path / "k.fatbin"
+    _nvcc("-fatbin", "-gencode", "arch=compute_90,code=compute_90", str(src), "-o", str(fat))
+    code, _, err = _resources(str(fat))
+    assert code == 2 and "PTX only (compute_90" in err and "give --arch sm_90" in err
+    code, out, _ = _resources(str(fat), "--arch", "sm_90")
+    assert code == 0 and "JIT from compute_90" in out
+
+
+def test_the_driver_loads_an_arch_specific_sass_on_its_own_arch_only() -> None:
+    from occupancy.build.images import loaded_sass
+
+    assert loaded_sass(["sm_100a"], "sm_100") == "sm_100a"
+    assert loaded_sass(["sm_100a"], "sm_103") is None
+    assert loaded_sass(["sm_80", "sm_86"], "sm_89") == "sm_86"
+    assert loaded_sass(["sm_80", "sm_90"], "sm_100") is None
+
+
+def test_rdc_hints_for_an_extern_function_and_nvrtc_s_device_launch(tmp_path: Path) -> None:
+    code, _, err = _resources(str(SAVED / "a.cu"), "--arch", "sm_90")
+    assert code == 2 and "Unresolved extern function" in err and "--flag=-rdc=true" in err
+    cdp = Path(__file__).resolve().parent / "fixtures" / "rdc" / "cdp_parent.cu"
+    from occupancy.build.compilers import nvrtc_compiler
+
+    need(nvrtc_compiler(), "NVRTC")
+    code, _, err = _resources(str(cdp), "--arch", "sm_61")
+    assert code == 2 and "device-side kernel launch" in err and "-rdc=true" in err
+
+
+def test_a_starter_manifest_names_a_log_by_what_it_holds(tmp_path: Path) -> None:
+    log = tmp_path / "ptxas.out"  # any name: read as the ptxas log it is
+    log.write_text("ptxas info    : Compiling entry function '_Z1kPf' for 'sm_90'\n"
+                   "ptxas info    : Function properties for _Z1kPf\n"
+                   "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+                   "ptxas info    : Used 10 registers, used 0 barriers\n")
+    code, out, _ = _resources(str(log), "--manifest", "-d", "h100")
+    assert code == 0 and f'ptxas_log: "{log}"' in out and "cubin:" not in out

@@ -30,7 +30,7 @@ def _host_header(log: str) -> bool:
                for d in dirs)
 
 
-def nvrtc_blocker(log: str, arch: str) -> str:
+def nvrtc_blocker(log: str, arch: str, rdc: bool = False) -> str:
     """What NVRTC cannot do that the file needs, and what builds it instead."""
     where = (f"{arch} then needs a CUDA 12 nvcc (CUDA 13 starts at sm_75; none found on PATH, "
              f"in $CUDA_HOME or under {CUDA_ROOTS}): install one and it is used (a manifest "
@@ -41,16 +41,18 @@ def nvrtc_blocker(log: str, arch: str) -> str:
                 f"NVRTC cannot compile: {where})")
     if _HOST_CODE.search(log) or _host_header(log):
         return f" (NVRTC builds device code only and this file has host code: {where})"
-    return ""
+    return nvcc_blocker(log, rdc)
 
 
-_SEPARATE = "requires separate compilation mode"
+# nvcc: a launch from device code; ptxas: a call to a function of another file; NVRTC: a launch
+_SEPARATE = re.compile(r"requires separate compilation mode|Unresolved extern function|"
+                       r"device-side kernel launch could not be processed")
 
 
 def nvcc_blocker(log: str, rdc: bool) -> str:
-    """What a failed nvcc compile needs from the flags: a kernel launched from device code
+    """What a failed compile needs from the flags: a kernel launched from device code
     (dynamic parallelism) or an extern __device__ function builds only with -rdc=true."""
-    if _SEPARATE in log and not rdc:
+    if _SEPARATE.search(log) and not rdc:
         return (" (kernels launched from device code and functions defined in other files need "
                 "relocatable device code: add -rdc=true to the entry's flags, or "
                 "--flag=-rdc=true to resources)")

@@ -91,7 +91,7 @@ def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None,
         log = r.stderr + r.stdout
         raise CompileError(f"{inert(build.shown)} for {build.arch}: {what}: "
                            f"{_first_errors(log, build, cwd, also)}"
-                           f"{nvcc_blocker(log, build.rdc) if what.startswith('nvcc') else ''}")
+                           f"{nvcc_blocker(log, build.rdc) if what.startswith(('nvcc', 'ptxas')) else ''}")
     return r
 
 
@@ -133,15 +133,17 @@ def _nvcc_build(build: Build, c: Compiler, probe: dict[str, object] | None = Non
         # the PTX gives __launch_bounds__' second argument (.minnctapersm)
         return (_combine(log, data, build, f"{c.label} {build.arch}", ptx, mix=False), deps,
                 data, ptx)
-    objects = [data]
+    objects, every_ptx = [data], ptx
     for other in build.link:
-        more_log, more, more_deps, _ = _nvcc_one(build, c, other)
+        more_log, more, more_deps, more_ptx = _nvcc_one(build, c, other)
         log, deps = log + "\n" + more_log, deps + [other, *more_deps]
         objects.append(more)
+        every_ptx += "\n" + more_ptx  # the linked files' kernels' launch bounds too
     linked = device_link(objects, build.arch, f"{inert(build.shown)} for {build.arch}",
-                         beside=c.path)
+                         beside=c.path, sources=True)
     label = f"{c.label} -rdc device-linked {build.arch}"
-    return _combine(log, linked, build, label, ptx, linked=True, mix=False), deps, linked, ptx
+    return (_combine(log, linked, build, label, every_ptx, linked=True, mix=False), deps,
+            linked, ptx)
 
 
 def _nvcc_one(build: Build, c: Compiler, source: str, probe: dict[str, object] | None = None
@@ -302,7 +304,7 @@ def _nvrtc_ptx(c: Compiler, build: Build, text: str) -> tuple[str, dict[str, str
         raise CompileError(f"NVRTC {got['what']} failed: {inert(str(got['error']))}")
     if "log" in got:
         log = str(got["log"])
-        hint = nvrtc_blocker(log, build.arch)
+        hint = nvrtc_blocker(log, build.arch, build.rdc)
         raise CompileError(f"{inert(build.shown)} for {build.arch}: {c.label}: "
                            f"{_first_errors(log, build)}{hint}")
     return str(got["ptx"]), {str(k): str(v) for k, v in got["lowered"].items()}

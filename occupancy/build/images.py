@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -160,10 +161,8 @@ def resources_for_device(img: BinaryImage, dev: Device, shown: str
     minor <= the device's; else the newest PTX <= the device's arch, JIT-compiled here with
     ptxas for it; else an error that names the file."""
     want = dev.cc_major * 10 + dev.cc_minor
-    same = [a for a in (*img.sass, *img.unlinked) if _num(a) // 10 == dev.cc_major
-            and _num(a) <= want]
-    if same:
-        arch = max(same, key=_num)
+    arch = loaded_sass((*img.sass, *img.unlinked), f"sm_{want}")
+    if arch is not None:
         if arch in img.unlinked:
             raise OccupancyError(img.unlinked[arch])
         return img.sass[arch]
@@ -172,6 +171,15 @@ def resources_for_device(img: BinaryImage, dev: Device, shown: str
         src_arch = max(ptxs, key=_num)
         return jit_ptx(img.ptx[src_arch], src_arch, f"sm_{want}", shown)
     raise OccupancyError(nothing_loads(img, shown, f"sm_{want}", f"{dev.name} (sm_{want})"))
+
+
+def loaded_sass(have: Iterable[str], arch: str) -> str | None:
+    """The SASS the driver loads on `arch`: the same major's, the highest minor at or under
+    it; an arch-specific one (sm_90a) only on that very arch."""
+    want = _num(arch)
+    fits = [a for a in have if _num(a) // 10 == want // 10 and _num(a) <= want
+            and (not a.endswith("a") or _num(a) == want)]
+    return max(fits, key=_num) if fits else None
 
 
 def nothing_loads(img: BinaryImage, shown: str, arch: str, on: str = "") -> str:

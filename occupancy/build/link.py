@@ -115,24 +115,25 @@ def linker_inputs(arch: str, beside: str | None = None) -> list[str | None]:
     return [nvjitlink_lib(), _devrt(None)]
 
 
-def device_link(objects: Sequence[bytes], arch: str, what: str, beside: str | None = None
-                ) -> bytes:
+def device_link(objects: Sequence[bytes], arch: str, what: str, beside: str | None = None,
+                sources: bool = False) -> bytes:
     """The linked cubin of relocatable cubins for `arch` (with the nvlink beside the nvcc
     `beside` where there is one); errors are one line that names `what` (the file or build)
-    and the blocker (an undefined function, a missing linker)."""
+    and the blocker (an undefined function, a missing linker; `sources`: compiled here, so
+    the fix for a missing function is another source to link)."""
     exe = _nvlink_for(arch, beside)
     if exe is not None:
-        return _nvlink(exe, objects, arch, what)
+        return _nvlink(exe, objects, arch, what, sources)
     lib = nvjitlink_lib()
     if lib is not None and _cc(arch) >= 50:
-        return _nvjitlink(lib, objects, arch, what)
+        return _nvjitlink(lib, objects, arch, what, sources)
     raise CompilerUnavailable(
         f"{what}: relocatable device code (-rdc=true / -dc) for {arch} is only final after the "
         f"device link, and no linker here targets {arch}: put nvlink (CUDA 13 links sm_75+, "
         f"CUDA 12 sm_50+) beside nvcc or pip install nvidia-nvjitlink-cu12; or {LINK_HINT}")
 
 
-def _nvlink(exe: str, objects: Sequence[bytes], arch: str, what: str) -> bytes:
+def _nvlink(exe: str, objects: Sequence[bytes], arch: str, what: str, sources: bool) -> bytes:
     with tempfile.TemporaryDirectory(prefix="occupancy-link-") as tmp:
         names = []
         for i, data in enumerate(objects):
@@ -149,11 +150,13 @@ def _nvlink(exe: str, objects: Sequence[bytes], arch: str, what: str) -> bytes:
         except OSError as exc:
             raise CompilerUnavailable(f"{what}: nvlink cannot run: {exc.strerror}") from None
         if r.returncode != 0 or not os.path.isfile(out):
-            raise CompileError(f"{what}: device link for {arch}: {_link_error(r.stderr + r.stdout, tmp)}")
+            raise CompileError(f"{what}: device link for {arch}: "
+                               f"{_link_error(r.stderr + r.stdout, tmp, sources)}")
         return Path(out).read_bytes()
 
 
-def _nvjitlink(path: str, objects: Sequence[bytes], arch: str, what: str) -> bytes:
+def _nvjitlink(path: str, objects: Sequence[bytes], arch: str, what: str, sources: bool
+               ) -> bytes:
     """nvJitLink keeps every kernel of a library it is given, so libcudadevrt is added only
     when the objects call into it (a first link reports it undefined)."""
     try:
@@ -167,7 +170,7 @@ def _nvjitlink(path: str, objects: Sequence[bytes], arch: str, what: str) -> byt
             except _LinkFailed as second:
                 log = str(second)
         raise CompileError(f"{what}: device link for {arch} (nvJitLink): "
-                           f"{_link_error(log, None)}") from None
+                           f"{_link_error(log, None, sources)}") from None
 
 
 class _LinkFailed(Exception):
@@ -207,15 +210,16 @@ def _nvjitlink_once(path: str, objects: Sequence[bytes], arch: str, devrt: str |
 _UNDEFINED = re.compile(r"Undefined reference to '([^']+)'", re.IGNORECASE)
 
 
-def _link_error(log: str, tmp: str | None) -> str:
+def _link_error(log: str, tmp: str | None, sources: bool = False) -> str:
     """The linker's first error as one line; an undefined function names itself, demangled,
-    and says where its definition has to come from."""
+    and says where its definition has to come from (`sources`: a build compiled here)."""
     missing = list(dict.fromkeys(_UNDEFINED.findall(log)))
     if missing:
         names = demangle(missing)
         shown = ", ".join(inert(names[m]) for m in missing[:3])
-        return (f"undefined reference to {shown}, defined in another file: list that file "
-                f"under the entry's `link:` (resources: --link FILE), or {LINK_HINT}")
+        where = ("list that file under the entry's `link:` (resources: --link FILE), or "
+                 if sources else "")
+        return f"undefined reference to {shown}, defined in another file: {where}{LINK_HINT}"
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
     errs = [ln for ln in lines if "error" in ln.lower()] or lines
     msg = " | ".join(errs[:2])[:400]

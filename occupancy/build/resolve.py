@@ -15,11 +15,12 @@ from occupancy.build.images import (
     BinaryImage,
     _num,
     jit_ptx,
+    loaded_sass,
     nothing_loads,
     read_binary,
     resources_for_device,
 )
-from occupancy.build.resources import KernelResources, parse_ptxas_log
+from occupancy.build.resources import KernelResources, log_section, parse_ptxas_log
 from occupancy.core.device import Device
 from occupancy.core.errors import FileError, OccupancyError
 from occupancy.inputs.flags import RDC_LOG_ERROR, is_rdc
@@ -157,6 +158,9 @@ class ListedKernel:
     resources: KernelResources
 
 
+SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc")  # what `resources` compiles; else read
+
+
 def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[str] = (),
                    flags: Sequence[str] = (), defines: Mapping[str, str] | None = None,
                    link: Sequence[str] = (), failed: list[str] | None = None, asked: bool = True
@@ -170,7 +174,7 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
     from occupancy.inputs.files import LOG_CAP, read_bytes
 
     shown = path
-    if path.endswith((".cu", ".cuh", ".cpp", ".cc")):
+    if path.endswith(SOURCE_SUFFIXES):
         out, errors = [], []
         for arch in archs:
             try:
@@ -210,7 +214,10 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
         if not sections:
             raise OccupancyError(f"{inert(shown)}: no kernels found: give a .cu, a `ptxas -v` "
                                  "log, a cubin, fatbin, executable or library")
-        for arch in sorted(sections, key=_num):
+        if list(sections) == [""] and asked:  # a log naming no arch, read for those asked
+            out += [ListedKernel(shown, a, r) for a in archs
+                    for r in log_section(sections, a, f"ptxas log {inert(shown)}").values()]
+        for arch in sorted(sections, key=_num) if not out else ():
             out += [ListedKernel(shown, arch or "?", r) for r in sections[arch].values()]
     named = {a: with_names({k.resources.function: k.resources for k in out if k.arch == a})
              for a in dict.fromkeys(k.arch for k in out)}
@@ -226,8 +233,7 @@ def _binary_rows(img: BinaryImage, shown: str, archs: Sequence[str], asked: bool
            for r in img.sass[a].values()]
     errors = [img.unlinked[a] for a in sorted(img.unlinked, key=_num)]
     for arch in archs:
-        if any(_num(a) // 10 == _num(arch) // 10 and _num(a) <= _num(arch)
-               for a in (*img.sass, *img.unlinked)):
+        if loaded_sass((*img.sass, *img.unlinked), arch) is not None:
             continue  # the driver loads that SASS: listed, or its link error said
         ptxs = [a for a in img.ptx if _num(a) <= _num(arch)]
         if ptxs:
@@ -236,6 +242,11 @@ def _binary_rows(img: BinaryImage, shown: str, archs: Sequence[str], asked: bool
                     for r in jit_ptx(img.ptx[src], src, arch, shown).values()]
         elif asked:
             errors.append(nothing_loads(img, shown, arch))
+    if not out and not errors and img.ptx:  # PTX above the default arch, and none asked
+        low = min(img.ptx, key=_num)
+        errors.append(f"{inert(shown)}: it holds PTX only (compute_{low[3:]}, no SASS), which is "
+                      f"compiled for the arch asked: give --arch {low} or above (the default, "
+                      f"{archs[0]}, is below it)")
     return out, errors
 
 

@@ -160,7 +160,10 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
                 found[current]["total_stack"] = int(cumulative.group(1))
     sections: LogSections = {}
     # functions compiled on their own that spill: which kernels call them, the log does not say
-    loose = tuple(device_function_spills(text))[:UNATTRIBUTED_SHOWN] if callees.relocatable else ()
+    # per arch, with a compile that names none (device functions only) in each
+    by_arch = spills_by_arch(text) if callees.relocatable else {}
+    loose = {a: tuple(dict.fromkeys([*by_arch.get(a, {}), *by_arch.get("", {})]))[:UNATTRIBUTED_SHOWN]
+             for a in {a for a, _ in found}}
     for (arch, name), v in found.items():
         if "regs" not in v:
             continue
@@ -171,7 +174,7 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
             v.get("stores", 0) + sum(c[1] for c in called),
             v.get("loads", 0) + sum(c[2] for c in called), None, f"{label} {arch}".strip(),
             spilling_callees=tuple(dict.fromkeys(c[0] for c in called)),
-            unattributed_spills=loose)  # device functions only: never the kernel itself
+            unattributed_spills=loose[arch])  # device functions only: never the kernel itself
     return _with_nvlink(text, sections, label)
 
 
@@ -187,21 +190,43 @@ def callees_note(res: KernelResources) -> str:
 def device_function_spills(text: str) -> dict[str, tuple[int, int]]:
     """Spill stores and loads, in bytes per thread, of each function a ptxas log reports
     that is no kernel (an -rdc build's device functions; the largest where one is reported
-    twice)."""
-    kernels = {m.group(1) for m in map(_ENTRY.search, text.splitlines()) if m}
+    twice), whatever its arch (builds.py reads a one-arch build's)."""
     out: dict[str, tuple[int, int]] = {}
-    name = None
-    for line in text.splitlines():
+    for per_arch in spills_by_arch(text).values():
+        for k, (s, ld) in per_arch.items():
+            old = out.get(k, (0, 0))
+            out[k] = (max(old[0], s), max(old[1], ld))
+    return out
+
+
+def spills_by_arch(text: str) -> dict[str, dict[str, tuple[int, int]]]:
+    """device_function_spills per arch: ptxas reports each compile after its `N bytes gmem`
+    line, and the compile's arch is the one its kernels' entry lines name ('' for a compile
+    of device functions only, which names none)."""
+    kernels = {m.group(1) for m in map(_ENTRY.search, text.splitlines()) if m}
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    part: dict[str, tuple[int, int]] = {}
+    arch, name = "", None
+    for line in [*text.splitlines(), "ptxas info    : 0 bytes gmem"]:  # the last one closes
+        if _GMEM.search(line):
+            into = out.setdefault(arch, {})
+            for k, (s, ld) in part.items():
+                old = into.get(k, (0, 0))
+                into[k] = (max(old[0], s), max(old[1], ld))
+            part, arch, name = {}, "", None
+            continue
+        m = _ENTRY.search(line)
+        if m:
+            arch = arch or m.group(2)
         m = _PROPS.search(line)
         if m:
             name = m.group(1)
             continue
         m = _SPILL.search(line)
-        if m and name is not None and name not in kernels:
-            old = out.get(name, (0, 0))
-            out[name] = (max(old[0], int(m.group(2))), max(old[1], int(m.group(3))))
+        if m and name is not None and name not in kernels and (int(m.group(2)) or int(m.group(3))):
+            part[name] = (int(m.group(2)), int(m.group(3)))
             name = None
-    return {k: v for k, v in out.items() if v[0] or v[1]}
+    return {a: v for a, v in out.items() if v}
 
 
 def with_callee_spills(res: KernelResources, calls: dict[str, tuple[str, ...]],

@@ -84,6 +84,7 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     Registers, static shared memory, stack, spills and launch bounds, with names demangled.
     Example: occupancy resources kernels/matmul.cu --arch sm_61 --arch sm_90
     """
+    import os
     import re
 
     from occupancy.build.builds import arch_of
@@ -103,8 +104,15 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     # a starter manifest is all or nothing; a listing shows what compiled and then each
     # file and arch that did not, as errors (exit 2)
     failed: list[str] | None = None if as_manifest else []
-    for f in files:
-        listed += _listed(f, wanted, include_dirs, flags, links, failed, len(files) > 1,
+    from occupancy.build.resolve import SOURCE_SUFFIXES
+
+    if links and (binary := next((f for f in files if not f.endswith(SOURCE_SUFFIXES)), None)):
+        raise InputError(f"--link: {excerpt(binary)} is no CUDA source; --link device-links the "
+                         "sources compiled here (a binary or log is read as it was linked)")
+    for f in dict.fromkeys(files):  # a file given twice is listed once
+        own = os.path.realpath(f)  # a file listed and linked is not linked with itself
+        mine = tuple(dict.fromkeys(x for x in links if os.path.realpath(x) != own))
+        listed += _listed(f, wanted, include_dirs, flags, mine, failed, len(files) > 1,
                           bool(archs or devs))
     # an executable with dynamic parallelism holds the device runtime's kernels too: the
     # user's alone are listed (all of them where there are no others: libcudadevrt itself)
@@ -119,7 +127,8 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
         raise InputError(failed[0])
     from occupancy.output.answers import Listing
 
-    emit(Listing(ours, len(listed) - len(ours)), "json" if as_json else "text")
+    runtime = {k.resources.function for k in listed if k not in ours}
+    emit(Listing(ours, len(runtime)), "json" if as_json else "text")
     if failed:
         for msg in failed:
             click.echo(f"Error: {msg}", err=True)
@@ -149,14 +158,27 @@ def check_options(include_dirs: tuple[str, ...], flags: tuple[str, ...],
     or file, a flag refused), before any file is read."""
     import os
 
-    from occupancy.inputs.flags import check_flags
+    from occupancy.build.resolve import SOURCE_SUFFIXES
+    from occupancy.inputs.flags import check_flags, is_rdc
+    from occupancy.inputs.manifest.launch import MAX_FILES
 
     for d in include_dirs:
         safe_path(d, f"-I {excerpt(d)}")
         if not os.path.isdir(d):
             raise InputError(f"-I {excerpt(d)}: no such folder")
+    if len(links) > MAX_FILES:  # as a manifest's link:
+        raise InputError(f"--link: {len(links)} files; at most {MAX_FILES} are linked with a source")
     for f in links:
         safe_path(f, f"--link {excerpt(f)}")
-        if not os.path.isfile(f):
+        if not f.endswith(SOURCE_SUFFIXES):
+            raise InputError(f"--link {excerpt(f)}: not a CUDA source ({', '.join(SOURCE_SUFFIXES)}):"
+                             " --link compiles sources and links them; link objects by hand "
+                             "(nvlink) and give the linked cubin")
+        if not os.path.exists(f):
             raise InputError(f"--link {excerpt(f)}: no such file")
-    check_flags(list(flags), "--flag", includes="-I")
+        if not os.path.isfile(f):
+            raise InputError(f"--link {excerpt(f)}: not a regular file")
+    flag_list, _ = check_flags(list(flags), "--flag", includes="-I")
+    if links and not is_rdc(flag_list):
+        raise InputError("--link device-links other sources, which needs relocatable device "
+                         "code: add --flag=-rdc=true")

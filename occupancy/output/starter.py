@@ -24,6 +24,11 @@ def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str],
     from occupancy.build.names import qualified_name
 
     by_name: dict[tuple[str, str], dict[str, None]] = {}
+    key = {".cu": "source", ".cuh": "source", ".cpp": "source", ".cc": "source"}
+    # what the file was read as (a ptxas log may have any name: ptxas.out), not its name
+    kinds = {k.file: next((v for s, v in key.items() if k.file.endswith(s)), None)
+             or ("ptxas_log" if k.resources.source.startswith("ptxas log") else "cubin")
+             for k in listed}
     for k in listed:
         qual = qualified_name(k.resources.demangled or k.resources.function)
         by_name.setdefault((k.file, qual), {})[k.resources.function] = None
@@ -33,7 +38,6 @@ def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str],
     for (file, qual), mangled in by_name.items():
         for fn in (mangled if len(mangled) > 1 else [qual]):
             seen.setdefault((file, fn, qual))
-    key = {".cu": "source", ".cuh": "source", ".cpp": "source", ".cc": "source"}
     lines = ["# Starter manifest from `occupancy resources --manifest`: set each kernel's block",
              "# (threads per block at launch) and its dynamic shared memory, then run",
              "#   occupancy check THIS_FILE",
@@ -47,8 +51,7 @@ def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str],
     lines.append("kernels:")
     names: set[str] = set()
     for file, fn, qual in seen:
-        kind = next((v for s, v in key.items() if file.endswith(s)),
-                    "ptxas_log" if file.endswith((".log", ".txt")) else "cubin")
+        kind = kinds[file]
         base = qual.split("::")[-1]
         name = re.sub(r"_+", "_", re.sub(r"\W", "_", base)).strip("_") or "kernel"
         unique, n = name, 2

@@ -64,7 +64,7 @@ KEYS: dict[str, Key] = {
     "spill_loads_bytes": Key(frozenset({LAUNCH}), "spill loads, bytes per thread"),
     "cluster": Key(frozenset({LAUNCH}), "thread-block cluster: n or [x, y, z]"),
     "virtual_resources": Key(frozenset({LAUNCH}), "Blackwell: the block's virtual resources"),
-    "link": Key(frozenset({LAUNCH}), "other sources device-linked with 'source:' (-rdc builds)"),
+    "link": Key(frozenset({LAUNCH}), "other sources device-linked with 'source:' (-rdc builds; at most 64)"),
     "space": Key(_TT, "tuning parameters: {TILE: [16, 32]} (triton: also num_warps, num_stages)"),
     "restrict": Key(_TT, "conditions a point must meet"),
     "problem": Key(_TT, "problem sizes: {M: 4096} (triton: one may be a list, M: [1, 16, 64])"),

@@ -39,6 +39,8 @@ from occupancy.inputs.safety import check_function, inert
 
 LAUNCH_KEYS = keys_of(LAUNCH)
 
+MAX_FILES = 64  # a list of files an entry names (link:): each one is compiled
+
 
 @dataclass(frozen=True)
 class KernelSpec:
@@ -147,6 +149,8 @@ class _Entry:
         if not isinstance(v, list) or not all(isinstance(f, str) and f and "\x00" not in f
                                               for f in v):
             raise self.fail(f"{key} must be a list of file paths", key)
+        if len(v) > MAX_FILES:  # each one a compile: no input decides how many run
+            raise self.fail(f"{key} lists {len(v)} files; at most {MAX_FILES}", key)
         out = []
         for f in v:
             q = beside(self.base, f)
