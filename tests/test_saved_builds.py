@@ -258,3 +258,15 @@ def test_a_starter_manifest_names_a_log_by_what_it_holds(tmp_path: Path) -> None
                    "ptxas info    : Used 10 registers, used 0 barriers\n")
     code, out, _ = _resources(str(log), "--manifest", "-d", "h100")
     assert code == 0 and f'ptxas_log: "{log}"' in out and "cubin:" not in out
+
+
+def test_a_manifest_s_link_list_is_capped(tmp_path: Path) -> None:
+    """Attack run, stop 40: each file of `link:` is a compile, and nothing bounded them."""
+    many = ", ".join([str(SAVED / "b.cu")] * 65)
+    (tmp_path / "m.yaml").write_text(f"devices: [h100]\nkernels:\n  - name: k\n    source: "
+                                     f"{SAVED / 'a.cu'}\n    flags: [-rdc=true]\n    link: [{many}]\n"
+                                     "    block: 128\n")
+    m = load_manifest(tmp_path / "m.yaml")
+    problems = [str(e) for e in getattr(m, "errors", ())] + [
+        p for v in evaluate(m, CheckResolver()) for p in v.problems]
+    assert any("link lists 65 files; at most 64" in p for p in problems), problems
