@@ -205,6 +205,11 @@ def test_link_is_checked_as_an_option_before_anything_compiles(tmp_path: Path) -
     # b.cu is not linked with itself: it compiles, and holds no kernel of its own
     assert code == 2 and "Multiple definition" not in err and "b.cu: no kernels found" in err
     assert {r["file"] for r in json.loads(out)} == {a}
+    c = str(tmp_path / "c.cu")  # two sources, each linked with b.cu: in the starter manifest too
+    Path(c).write_text("__global__ void c_k(float* p) { p[0] = 1.f; }\n")
+    code, out, _ = _resources(a, c, "--link", b, "--link", c, "-d", "h100", rdc, "--manifest")
+    # a.cu's three kernels and c_k, which the image linked with c.cu holds; c.cu's own entry
+    assert code == 0 and out.count(f'link: ["{b}", "{c}"]') == 4 and out.count(f'link: ["{b}"]') == 1
 
 
 def test_a_kernel_in_a_linked_file_keeps_its_launch_bounds(tmp_path: Path) -> None:

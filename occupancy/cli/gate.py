@@ -89,6 +89,7 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
 
     from occupancy.build.builds import arch_of
     from occupancy.build.compilers import device_runtime
+    from occupancy.build.resolve import SOURCE_SUFFIXES
 
     devs = []
     if devices_:
@@ -104,8 +105,6 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     # a starter manifest is all or nothing; a listing shows what compiled and then each
     # file and arch that did not, as errors (exit 2)
     failed: list[str] | None = None if as_manifest else []
-    from occupancy.build.resolve import SOURCE_SUFFIXES
-
     if links and (binary := next((f for f in files if not f.endswith(SOURCE_SUFFIXES)), None)):
         raise InputError(f"--link: {excerpt(binary)} is no CUDA source; --link device-links the "
                          "sources compiled here (a binary or log is read as it was linked)")
@@ -116,7 +115,8 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
                           bool(archs or devs))
     # an executable with dynamic parallelism holds the device runtime's kernels too: the
     # user's alone are listed (all of them where there are no others: libcudadevrt itself)
-    ours = [k for k in listed if not device_runtime(k.resources.function)] or listed
+    runtime = {k.resources.function for k in listed if device_runtime(k.resources.function)}
+    ours = [k for k in listed if k.resources.function not in runtime] or listed
     if as_manifest:
         from occupancy.output.starter import starter_manifest
 
@@ -127,8 +127,7 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
         raise InputError(failed[0])
     from occupancy.output.answers import Listing
 
-    runtime = {k.resources.function for k in listed if k not in ours}
-    emit(Listing(ours, len(runtime)), "json" if as_json else "text")
+    emit(Listing(ours, len(runtime) if ours is not listed else 0), "json" if as_json else "text")
     if failed:
         for msg in failed:
             click.echo(f"Error: {msg}", err=True)

@@ -61,6 +61,7 @@ def starter_manifest(listed: Sequence[ListedKernel], devices: Sequence[str],
         lines += [f"  - name: {json.dumps(unique)}",
                   f"    {kind}: {json.dumps(os.path.abspath(file))}",
                   f"    function: {json.dumps(fn)}", "    block: 256  # set: threads per block"]
-        if link and kind == "source":
-            lines.append(f"    link: {json.dumps([os.path.abspath(f) for f in link])}")
+        others = [os.path.abspath(f) for f in link if os.path.realpath(f) != os.path.realpath(file)]
+        if others and kind == "source":  # never a file with itself
+            lines.append(f"    link: {json.dumps(others)}")
     return "\n".join(lines) + "\n"
