@@ -91,7 +91,7 @@ def _run(cmd: list[str], build: Build, what: str, cwd: str | None = None,
         log = r.stderr + r.stdout
         raise CompileError(f"{inert(build.shown)} for {build.arch}: {what}: "
                            f"{_first_errors(log, build, cwd, also)}"
-                           f"{nvcc_blocker(log, build.rdc) if what.startswith(('nvcc', 'ptxas')) else ''}")
+                           f"{nvcc_blocker(log, build.rdc) if what.startswith('nvcc') else ''}")
     return r
 
 
