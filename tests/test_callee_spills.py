@@ -310,3 +310,23 @@ def test_another_arch_s_spilling_function_is_not_this_arch_s() -> None:
     shared = compile_("", 12, "_Z6remotev", kernel=False)  # another file's functions, no kernel
     got = parse_ptxas_log(compile_("sm_80", 0) + compile_("sm_90", 0) + shared, relocatable=True)
     assert all(got[a]["_Z4kernPf"].unattributed_spills == ("_Z6remotev",) for a in ("sm_80", "sm_90"))
+
+
+def test_a_relocatable_compile_s_log_is_said_to_be_before_the_link() -> None:
+    """Real-code run, stop 40: an -rdc compile's log was listed as final (k_spill 24 registers
+    and no stack, where the link gives 32 and 280)."""
+    assert all(k.before_link for k in parse_ptxas_log(RDC)["sm_90"].values())
+    assert not any(k.before_link for k in parse_ptxas_log(WHOLE)["sm_90"].values())
+    g = ("ptxas info    : Function properties for _Z5heavyPKfi\n"
+         "    112 bytes stack frame, 12 bytes spill stores, 12 bytes spill loads\n"
+         "ptxas info    : Compile time = 3.5 ms\n"
+         "ptxas info    : Compiling entry function '_Z5callsPfPKfi' for 'sm_90'\n"
+         "ptxas info    : Function properties for _Z5callsPfPKfi\n"
+         "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+         "ptxas info    : Used 24 registers, used 0 barriers, 112 bytes cumulative stack size\n"
+         "ptxas info    : Compile time = 0.9 ms\n")  # -G: the kernel's cumulative stack
+    assert not parse_ptxas_log(g)["sm_90"]["_Z5callsPfPKfi"].before_link
+    linked = RDC + ("nvlink info    : Function properties for '_Z1kPfPKfi':\n"
+                    "nvlink info    : used 32 registers, used 0 barriers, 520 stack, 0 bytes smem, "
+                    "536 bytes cmem[0], 0 bytes lmem\n")
+    assert not parse_ptxas_log(linked)["sm_90"]["_Z1kPfPKfi"].before_link

@@ -93,6 +93,17 @@ def test_a_compile_log_with_nvlink_s_report_keeps_what_it_cannot_attribute(tmp_p
     assert not v["remote"].ok and "remote_heavy(float const*, int)" in v["remote"].problems[0]
 
 
+def test_a_relocatable_compile_s_log_says_its_numbers_are_not_final(tmp_path: Path) -> None:
+    log = _nvcc("-rdc=true", "-cubin", "-arch=sm_90", "-maxrregcount=32", "-Xptxas", "-v",
+                str(SAVED / "a.cu"), "-o", str(tmp_path / "a.cubin"))
+    (tmp_path / "a.log").write_text(log)
+    code, out, _ = _resources(str(tmp_path / "a.log"))
+    assert code == 0 and "final only after the device link" in out
+    code, out, _ = _resources(str(SAVED / "a.cu"), "--link", str(SAVED / "b.cu"), "--arch", "sm_90",
+                              "--flag=-rdc=true")
+    assert code == 0 and "final only after the device link" not in out
+
+
 def test_relocatable_objects_that_do_not_link_or_hold_no_kernel_say_so(tmp_path: Path) -> None:
     a, b = tmp_path / "a.o", tmp_path / "b.o"
     _nvcc("-dc", "-gencode", "arch=compute_90,code=sm_90", str(SAVED / "a.cu"), "-o", str(a))

@@ -260,7 +260,8 @@ def _combine(log: str, cubin: bytes, build: Build, label: str, ptx: str | None,
         if k is None:
             continue  # a device function compiled with -rdc, not a kernel
         # the cubin's call graph attributes every function's spills
-        res = replace(with_callee_spills(res, binary.calls, called), unattributed_spills=())
+        res = replace(with_callee_spills(res, binary.calls, called), unattributed_spills=(),
+                      before_link=False)  # and what the driver loads is read from the cubin
         entry = bounds.get(name)
         if linked:
             res = replace(res, registers_per_thread=k.registers, barriers=k.barriers,

@@ -112,6 +112,7 @@ def _cache_load(key: str, with_mix: bool = False) -> dict[str, KernelResources] 
             mix = v.pop("loop_mix", None)
             callees = v.pop("spilling_callees", ())
             v.pop("unattributed_spills", None)  # a build compiled here has its call graph: none
+            v.pop("before_link", None)  # and is read from the image the driver loads
             out[k] = KernelResources(**v, cluster_dims=(int(dims[0]), int(dims[1]), int(dims[2]))
                                      if dims else None,
                                      loop_mix=tuple((str(a), int(b)) for a, b in mix) if mix else None,

@@ -56,6 +56,10 @@ class KernelResources:
     # device functions that spill in a log whose functions were compiled on their own (-G,
     # -rdc) and which does not say who calls them: the kernel may (not in the counts above)
     unattributed_spills: tuple[str, ...] = ()
+    # read from a log that seems a relocatable compile's (functions compiled on their own, no
+    # kernel's cumulative stack, no nvlink report): registers, stack and shared memory are
+    # final only after the device link (a -G log whose kernels call nothing looks the same)
+    before_link: bool = False
 
     @property
     def spills(self) -> bool:
@@ -164,6 +168,10 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
     by_arch = spills_by_arch(text) if callees.relocatable else {}
     loose = {a: tuple(dict.fromkeys([*by_arch.get(a, {}), *by_arch.get("", {})]))[:UNATTRIBUTED_SHOWN]
              for a in {a for a, _ in found}}
+    # -G compiles each function on its own too, but there a kernel that calls one reports
+    # the cumulative stack; an -rdc compile never does (its callees may be in other files)
+    before_link = callees.relocatable and not _NVLINK_PROPS.search(text) \
+        and not any("total_stack" in v for v in found.values())
     for (arch, name), v in found.items():
         if "regs" not in v:
             continue
@@ -174,7 +182,8 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
             v.get("stores", 0) + sum(c[1] for c in called),
             v.get("loads", 0) + sum(c[2] for c in called), None, f"{label} {arch}".strip(),
             spilling_callees=tuple(dict.fromkeys(c[0] for c in called)),
-            unattributed_spills=loose[arch])  # device functions only: never the kernel itself
+            unattributed_spills=loose[arch],  # device functions only: never the kernel itself
+            before_link=before_link)
     return _with_nvlink(text, sections, label)
 
 
