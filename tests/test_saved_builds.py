@@ -286,3 +286,68 @@ def test_a_manifest_s_link_list_is_capped(tmp_path: Path) -> None:
     problems = [str(e) for e in getattr(m, "errors", ())] + [
         p for v in evaluate(m, CheckResolver()) for p in v.problems]
     assert any("link lists 65 files; at most 64" in p for p in problems), problems
+
+
+def test_arch_specific_builds_are_read_by_their_own_names(tmp_path: Path) -> None:
+    """Second review, stop 40: an sm_90a cubin's e_flags say sm_90, so its SASS was filed as
+    sm_90 (another arch's numbers beside sm_90's, by -gencode order) and sm_100a's loaded on
+    sm_103; compute_90a PTX was JIT-compiled for sm_90 and failed."""
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* p) {\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
+                   "  __shared__ float s[2048];\n#else\n  __shared__ float s[512];\n#endif\n"
+                   "  s[threadIdx.x] = 1.f; __syncthreads(); p[threadIdx.x] = s[511 - threadIdx.x];\n}\n")
+    both = tmp_path / "both.fatbin"
+    _nvcc("-fatbin", "-gencode", "arch=compute_90a,code=sm_90a", "-gencode",
+          "arch=compute_90,code=sm_90", str(src), "-o", str(both))
+    rows = {r["arch"]: r["static_shared_memory"]
+            for r in json.loads(_resources(str(both), "--json")[1])}
+    assert rows == {"sm_90": 2048, "sm_90a": 8192}
+    code, _, err = _resources(str(both), "--arch", "sm_100")
+    assert code == 2 and "SASS sm_90a" in err
+    ptx = tmp_path / "a.fatbin"
+    _nvcc("-fatbin", "-gencode", "arch=compute_90a,code=compute_90a", str(src), "-o", str(ptx))
+    code, _, err = _resources(str(ptx))
+    assert code == 2 and "give --arch sm_90a " in err
+    code, out, err = _resources(str(ptx), "--arch", "sm_90")
+    assert code == 0 and "JIT from compute_90a" in out, err
+
+
+def test_logs_follow_the_arch_asked_and_an_arch_specific_section_serves_its_arch(
+        tmp_path: Path) -> None:
+    from occupancy.build.resources import log_section, parse_ptxas_log
+
+    log = ("ptxas info    : 0 bytes gmem\n"
+           "ptxas info    : Compiling entry function '_Z1kPf' for 'sm_90a'\n"
+           "ptxas info    : Function properties for _Z1kPf\n"
+           "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+           "ptxas info    : Used 12 registers, used 0 barriers\n")
+    assert log_section(parse_ptxas_log(log), "sm_90", "k.log")["_Z1kPf"].registers_per_thread == 12
+    (tmp_path / "k.log").write_text(log)
+    code, out, err = _resources(str(tmp_path / "k.log"), "--arch", "sm_90", "--arch", "sm_80")
+    assert code == 2 and " sm_90 " in out and "no section for sm_80" in err
+    # an older nvlink (CUDA 10/11) writes no barriers: the compile step's
+    old = log + ("nvlink info    : Function properties for '_Z1kPf':\n"
+                 "nvlink info    : used 30 registers, 0 stack, 0 bytes smem, 352 bytes cmem[0], "
+                 "0 bytes lmem\n")
+    (res,) = parse_ptxas_log(old)["sm_90a"].values()
+    assert (res.registers_per_thread, res.barriers, res.linked) == (30, 0, True)
+
+
+def test_one_file_twice_and_a_link_twice_are_one(tmp_path: Path) -> None:
+    import os
+
+    a, b = str(SAVED / "a.cu"), str(SAVED / "b.cu")
+    dot_b = os.path.relpath(b)  # the same file by another path
+    code, out, err = _resources(a, "--link", b, "--link", "./" + dot_b, "--arch", "sm_90",
+                                "--flag=-rdc=true", "--json")
+    assert code == 0 and "Multiple definition" not in err, err
+    code, out, _ = _resources(a, "./" + os.path.relpath(a), "--link", b, "--arch", "sm_90",
+                              "--flag=-rdc=true", "--json")
+    assert code == 0 and len(json.loads(out)) == 3
+
+
+def test_a_binary_s_link_error_does_not_send_users_to_link(tmp_path: Path) -> None:
+    obj = tmp_path / "a.o"
+    _nvcc("-dc", "-gencode", "arch=compute_90,code=sm_90", str(SAVED / "a.cu"), "-o", str(obj))
+    code, _, err = _resources(str(obj), "--arch", "sm_90")
+    assert code == 2 and "remote_heavy" in err and "--link" not in err and "`link:`" not in err

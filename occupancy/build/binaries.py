@@ -247,7 +247,7 @@ def static_shared_from_cubin(k: CubinKernel, arch: str, reserved: int,
 # --- PTX -------------------------------------------------------------------------------------
 
 _PTX_ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(")
-_PTX_TARGET = re.compile(r"^\s*\.target\s+(sm_\d+)", re.MULTILINE)
+_PTX_TARGET = re.compile(r"^\s*\.target\s+(sm_\d+[af]?)\b", re.MULTILINE)
 
 
 @dataclass(frozen=True)

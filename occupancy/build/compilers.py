@@ -206,7 +206,10 @@ def make_build(source: str | os.PathLike[str], arch: str, *, shown: str | None =
     for k, v in (defines or {}).items():
         defs[check_define_name(k, f"{inert(where)}: defines")] = define_value(
             v, f"{inert(where)}: defines.{k}")
-    linked = tuple(safe_path(f, f"{inert(where)}: link") for f in link)
+    # each file once, and never the source itself ("./b.cu" beside "b.cu" is one file)
+    linked = tuple({os.path.realpath(p): p for p in (safe_path(f, f"{inert(where)}: link")
+                                                     for f in link)
+                    if os.path.realpath(p) != os.path.realpath(src)}.values())
     if linked and not is_rdc(fl):
         raise OccupancyError(f"{inert(where)}: 'link:' device-links other sources, which needs "
                              "relocatable device code: add -rdc=true to the flags")

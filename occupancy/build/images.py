@@ -127,13 +127,18 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
             if f.endswith(".cubin"):
                 elf = Path(p).read_bytes()
                 try:
+                    # cuobjdump names sm_90a's cubin so; its e_flags say sm_90 as sm_90's do
+                    named = _NAMED_ARCH.search(f)
+                    arch = named.group(1) if named and _num(named.group(1)) == _num(
+                        cubin_arch(elf)) else cubin_arch(elf)
                     if is_relocatable(elf):  # an object or library of -dc code: link per arch
-                        relocatable.setdefault(cubin_arch(elf), []).append(elf)
+                        relocatable.setdefault(arch, []).append(elf)
                         continue
-                    arch, res = _cubin_resources(elf, label)
+                    res = _cubin_resources(elf, label)[1]
                 except OccupancyError:
                     continue
-                sass.setdefault(arch, {}).update(res)
+                sass.setdefault(arch, {}).update(
+                    {k: replace(v, source=f"{label} {arch}") for k, v in res.items()})
             elif f.endswith(".ptx"):
                 text = Path(p).read_text(errors="replace")
                 m = re.search(r"\.(sm_\d+)\.ptx$", f)
@@ -166,20 +171,31 @@ def resources_for_device(img: BinaryImage, dev: Device, shown: str
         if arch in img.unlinked:
             raise OccupancyError(img.unlinked[arch])
         return img.sass[arch]
-    ptxs = [a for a in img.ptx if _num(a) <= want]
-    if ptxs:
-        src_arch = max(ptxs, key=_num)
+    src_arch = loadable_ptx(img.ptx, f"sm_{want}")
+    if src_arch is not None:
         return jit_ptx(img.ptx[src_arch], src_arch, f"sm_{want}", shown)
     raise OccupancyError(nothing_loads(img, shown, f"sm_{want}", f"{dev.name} (sm_{want})"))
 
 
+_NAMED_ARCH = re.compile(r"\.(sm_\d{2,3}[af]?)\.cubin$")
+
+
 def loaded_sass(have: Iterable[str], arch: str) -> str | None:
     """The SASS the driver loads on `arch`: the same major's, the highest minor at or under
-    it; an arch-specific one (sm_90a) only on that very arch."""
+    it; an arch-specific one (sm_90a) only on that very arch, where it is taken before the
+    plain one (the more specific build; which one the driver takes where a binary holds
+    both is not documented)."""
     want = _num(arch)
     fits = [a for a in have if _num(a) // 10 == want // 10 and _num(a) <= want
             and (not a.endswith("a") or _num(a) == want)]
-    return max(fits, key=_num) if fits else None
+    return max(fits, key=lambda a: (_num(a), a.endswith("a"))) if fits else None
+
+
+def loadable_ptx(have: Iterable[str], arch: str) -> str | None:
+    """The PTX the driver JIT-compiles on `arch`: the newest at or under it; an arch-specific
+    one (compute_90a) only on that very arch."""
+    fits = [a for a in have if _num(a) <= _num(arch) and (not a.endswith("a") or _num(a) == _num(arch))]
+    return max(fits, key=lambda a: (_num(a), a.endswith("a"))) if fits else None
 
 
 def nothing_loads(img: BinaryImage, shown: str, arch: str, on: str = "") -> str:
@@ -198,6 +214,8 @@ def jit_ptx(ptx: str, src_arch: str, arch: str, shown: str) -> dict[str, KernelR
     except OccupancyError as exc:
         raise OccupancyError(f"{inert(shown)}: {exc}") from None
     cc = _num(arch)
+    # arch-specific PTX (.target sm_90a) compiles for that arch only, by its own name
+    target = src_arch if src_arch.endswith("a") and _num(src_arch) == cc else f"sm_{cc}"
     c = compiler_for(arch)
     if c is None:
         raise CompilerUnavailable(f"{inert(shown)}: JIT of its PTX for {arch} needs ptxas: "
@@ -206,7 +224,7 @@ def jit_ptx(ptx: str, src_arch: str, arch: str, shown: str) -> dict[str, KernelR
     with tempfile.TemporaryDirectory(prefix="occupancy-") as tmp:
         ptx_path, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
         Path(ptx_path).write_text(ptx)
-        r = _run([c.ptxas, f"-arch=sm_{cc}", "-v", ptx_path, "-o", cubin], build,
+        r = _run([c.ptxas, f"-arch={target}", "-v", ptx_path, "-o", cubin], build,
                  f"ptxas {c.version} (JIT of compute_{src_arch[3:]})", cwd=tmp)
         data = Path(cubin).read_bytes()
     label = f"binary {inert(shown)} JIT from compute_{src_arch[3:]} by ptxas {c.version} for"

@@ -15,6 +15,7 @@ from occupancy.build.images import (
     BinaryImage,
     _num,
     jit_ptx,
+    loadable_ptx,
     loaded_sass,
     nothing_loads,
     read_binary,
@@ -158,7 +159,7 @@ class ListedKernel:
     resources: KernelResources
 
 
-SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc")  # what `resources` compiles; else read
+SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".cpp", ".cc")  # what `resources` compiles; else read
 
 
 def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[str] = (),
@@ -214,11 +215,22 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
         if not sections:
             raise OccupancyError(f"{inert(shown)}: no kernels found: give a .cu, a `ptxas -v` "
                                  "log, a cubin, fatbin, executable or library")
-        if list(sections) == [""] and asked:  # a log naming no arch, read for those asked
-            out += [ListedKernel(shown, a, r) for a in archs
-                    for r in log_section(sections, a, f"ptxas log {inert(shown)}").values()]
-        for arch in sorted(sections, key=_num) if not out else ():
-            out += [ListedKernel(shown, arch or "?", r) for r in sections[arch].values()]
+        if asked:  # each arch asked, as check reads it; one the log lacks is an error
+            why = []
+            for a in archs:
+                try:
+                    found = log_section(sections, a, f"ptxas log {inert(shown)}")
+                except OccupancyError as exc:
+                    why.append(str(exc))
+                    continue
+                out += [ListedKernel(shown, a, r) for r in found.values()]
+            if why and (failed is None or not out):
+                raise OccupancyError(why[0])
+            if failed is not None:
+                failed += why
+        else:
+            out += [ListedKernel(shown, arch or "?", r)
+                    for arch in sorted(sections, key=_num) for r in sections[arch].values()]
     named = {a: with_names({k.resources.function: k.resources for k in out if k.arch == a})
              for a in dict.fromkeys(k.arch for k in out)}
     return [replace(k, resources=named[k.arch][k.resources.function]) for k in out]
@@ -235,18 +247,18 @@ def _binary_rows(img: BinaryImage, shown: str, archs: Sequence[str], asked: bool
     for arch in archs:
         if loaded_sass((*img.sass, *img.unlinked), arch) is not None:
             continue  # the driver loads that SASS: listed, or its link error said
-        ptxs = [a for a in img.ptx if _num(a) <= _num(arch)]
-        if ptxs:
-            src = max(ptxs, key=_num)
+        src = loadable_ptx(img.ptx, arch)
+        if src is not None:
             out += [ListedKernel(shown, arch, r)
                     for r in jit_ptx(img.ptx[src], src, arch, shown).values()]
         elif asked:
             errors.append(nothing_loads(img, shown, arch))
     if not out and not errors and img.ptx:  # PTX above the default arch, and none asked
         low = min(img.ptx, key=_num)
+        above = "" if low.endswith("a") else " or above"
         errors.append(f"{inert(shown)}: it holds PTX only (compute_{low[3:]}, no SASS), which is "
-                      f"compiled for the arch asked: give --arch {low} or above (the default, "
-                      f"{archs[0]}, is below it)")
+                      f"compiled for the arch asked: give --arch {low}{above} (the default, "
+                      f"{archs[0]}, is not one)")
     return out, errors
 
 

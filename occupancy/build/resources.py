@@ -104,7 +104,8 @@ _NVLINK_USED_ANY = re.compile(r"nvlink info\s*:\s*used\b")
 UNATTRIBUTED_SHOWN = 8
 
 _NVLINK_PROPS = re.compile(r"nvlink info\s*:\s*Function properties for '([^'\s]+)'")
-_NVLINK_USED = re.compile(r"nvlink info\s*:\s*used (\d{1,6}) registers, used (\d{1,6}) barriers, "
+# older nvlinks (CUDA 10/11) write no barriers: the compile step's then
+_NVLINK_USED = re.compile(r"nvlink info\s*:\s*used (\d{1,6}) registers, (?:used (\d{1,6}) barriers, )?"
                           r"(\d{1,12}) stack, (\d{1,12}) bytes smem(?:.*\(target: (sm_\w+)\))?")
 
 LogSections = dict[str, dict[str, KernelResources]]
@@ -170,8 +171,8 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
              for a in {a for a, _ in found}}
     # -G compiles each function on its own too, but there a kernel that calls one reports
     # the cumulative stack; an -rdc compile never does (its callees may be in other files)
-    before_link = callees.relocatable and not _NVLINK_PROPS.search(text) \
-        and not any("total_stack" in v for v in found.values())
+    any_cumulative = any("total_stack" in v for v in found.values())
+    before_link = callees.relocatable and not _NVLINK_PROPS.search(text) and not any_cumulative
     for (arch, name), v in found.items():
         if "regs" not in v:
             continue
@@ -182,7 +183,9 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
             v.get("stores", 0) + sum(c[1] for c in called),
             v.get("loads", 0) + sum(c[2] for c in called), None, f"{label} {arch}".strip(),
             spilling_callees=tuple(dict.fromkeys(c[0] for c in called)),
-            unattributed_spills=loose[arch],  # device functions only: never the kernel itself
+            # a -G log's kernel without a cumulative stack calls no function with a frame, and
+            # one that spills has a frame; an -rdc log prints no cumulative stack at all
+            unattributed_spills=loose[arch] if not any_cumulative or "total_stack" in v else (),
             before_link=before_link)
     return _with_nvlink(text, sections, label)
 
@@ -216,6 +219,8 @@ def spills_by_arch(text: str) -> dict[str, dict[str, tuple[int, int]]]:
     out: dict[str, dict[str, tuple[int, int]]] = {}
     part: dict[str, tuple[int, int]] = {}
     arch, name = "", None
+    split = bool(_GMEM.search(text))  # without those lines (a log cut by hand) no compile
+    # is told from another: every spill counts for every arch ('')
     for line in [*text.splitlines(), "ptxas info    : 0 bytes gmem"]:  # the last one closes
         if _GMEM.search(line):
             into = out.setdefault(arch, {})
@@ -225,7 +230,7 @@ def spills_by_arch(text: str) -> dict[str, dict[str, tuple[int, int]]]:
             part, arch, name = {}, "", None
             continue
         m = _ENTRY.search(line)
-        if m:
+        if m and split:
             arch = arch or m.group(2)
         m = _PROPS.search(line)
         if m:
@@ -326,12 +331,13 @@ def _with_nvlink(text: str, sections: LogSections, label: str) -> LogSections:
         if not m or name is None:
             continue
         arch = m.group(5) or (archs[0] if len(archs) == 1 else "")
-        regs, bars, stack, smem = (int(m.group(i)) for i in range(1, 5))
+        old = sections.get(arch, {}).get(name)
+        regs, stack, smem = int(m.group(1)), int(m.group(3)), int(m.group(4))
+        bars = int(m.group(2)) if m.group(2) else old.barriers if old else 0
         if _hopper(arch) and smem:
             # nvlink 13 counts the 1 KB the driver reserves in its sm_90 report (3,072 B for
             # 2 KB declared), not in its sm_100 / sm_120 ones (2,048 B): checked on both
             smem = max(smem - 1024, 0)
-        old = sections.get(arch, {}).get(name)
         # nvlink reports no spills: the compile step's where the log has it, else only the
         # stack frame is known (spills or local arrays)
         sections.setdefault(arch, {})[name] = KernelResources(
@@ -350,9 +356,12 @@ def _hopper(arch: str) -> bool:
 
 
 def log_section(sections: LogSections, arch: str, where: str) -> dict[str, KernelResources]:
-    """The section of one architecture; never another arch's numbers."""
+    """The section of one architecture; never another arch's numbers (an arch-specific
+    build's, sm_90a, is that arch's: it runs on CC 9.0 only)."""
     if arch in sections:
         return sections[arch]
+    if arch + "a" in sections:
+        return sections[arch + "a"]
     if list(sections) == [""]:  # a log that never says its arch: the user vouches for it
         # nvlink names no target where it links one; its sm_90 report holds the reserved
         # 1 KB (_with_nvlink), which is taken out once the arch is known

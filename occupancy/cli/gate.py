@@ -108,10 +108,13 @@ def resources(files: tuple[str, ...], archs: tuple[str, ...], devices_: tuple[st
     if links and (binary := next((f for f in files if not f.endswith(SOURCE_SUFFIXES)), None)):
         raise InputError(f"--link: {excerpt(binary)} is no CUDA source; --link device-links the "
                          "sources compiled here (a binary or log is read as it was linked)")
-    for f in dict.fromkeys(files):  # a file given twice is listed once
-        own = os.path.realpath(f)  # a file listed and linked is not linked with itself
-        mine = tuple(dict.fromkeys(x for x in links if os.path.realpath(x) != own))
-        listed += _listed(f, wanted, include_dirs, flags, mine, failed, len(files) > 1,
+    # a file given twice (b.cu, ./b.cu) is listed once; make_build links each --link once
+    # and never a file with itself
+    once: dict[str, str] = {}
+    for f in files:
+        once.setdefault(os.path.realpath(f), f)
+    for f in once.values():
+        listed += _listed(f, wanted, include_dirs, flags, links, failed, len(files) > 1,
                           bool(archs or devs))
     # an executable with dynamic parallelism holds the device runtime's kernels too: the
     # user's alone are listed (all of them where there are no others: libcudadevrt itself)

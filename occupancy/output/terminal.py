@@ -438,9 +438,10 @@ def resources_table(listed: Sequence[ListedKernel], runtime: int = 0) -> Rendera
     out.append("from: " + inert(", ".join(sources)))
     if any(k.resources.before_link for k in listed):
         out.append("\n(the log seems a relocatable compile's (-rdc, -dc): functions compiled on "
-                   "their own and no kernel's cumulative stack; its registers, stack and shared "
-                   "memory are final only after the device link: add -Xnvlink -v to the build "
-                   "and give that log, or give the source or the linked binary)")
+                   "their own and no kernel's cumulative stack (a -G build whose kernels call "
+                   "no function with a frame looks the same); if it is, its registers, stack "
+                   "and shared memory are final only after the device link: add -Xnvlink -v to "
+                   "the build and give that log, or give the source or the linked binary)")
     if runtime:
         out.append(f"\n(and {runtime} kernels of CUDA's device runtime, libcudadevrt, which "
                    "the -rdc link put in: not listed)")
