@@ -4,7 +4,7 @@ binary per kernel x device (check's resolver), and the `resources` listing."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from occupancy.build.batch import compile_builds
@@ -176,22 +176,13 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
 
     shown = path
     if path.endswith(SOURCE_SUFFIXES):
-        out, errors = [], []
-        for arch in archs:
-            try:
-                build = device_build(make_build(path, arch, shown=shown, include_dirs=include_dirs,
-                                                flags=flags, defines=defines, link=link))
-                found = _estimate_label(compile_build(build), arch, build)
-            except OccupancyError as exc:
-                if failed is None:
-                    raise
-                errors.append(exc)
-                continue
-            out += [ListedKernel(shown, arch, r) for r in found.values()]
-        if errors and not out:
-            raise errors[0]
-        if failed is not None:
-            failed += [str(e) for e in errors]
+        def compiled(arch: str) -> list[ListedKernel]:
+            build = device_build(make_build(path, arch, shown=shown, include_dirs=include_dirs,
+                                            flags=flags, defines=defines, link=link))
+            found = _estimate_label(compile_build(build), arch, build)  # as check builds it
+            return [ListedKernel(shown, arch, r) for r in found.values()]
+
+        out = _settle(*_each_arch(archs, compiled), failed)
         if not out:  # as a binary without kernels is: said, not an empty table
             raise OccupancyError(f"{inert(shown)}: no kernels found (no __global__ function "
                                  "compiled): give the file that defines them")
@@ -201,11 +192,7 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
     kind = kind_of(data)
     out = []
     if kind in ("cubin", "fatbin", "host", "ptx"):
-        out, why = _binary_rows(read_binary(path, shown, data), shown, archs, asked)
-        if why and (failed is None or not out):
-            raise OccupancyError(why[0])
-        if failed is not None:
-            failed += why
+        out = _settle(*_binary_rows(read_binary(path, shown, data), shown, archs, asked), failed)
         if not out:
             raise OccupancyError(f"{inert(shown)}: no kernels in it (device functions only?): "
                                  "give the object or library that defines them")
@@ -216,18 +203,9 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
             raise OccupancyError(f"{inert(shown)}: no kernels found: give a .cu, a `ptxas -v` "
                                  "log, a cubin, fatbin, executable or library")
         if asked:  # each arch asked, as check reads it; one the log lacks is an error
-            why = []
-            for a in archs:
-                try:
-                    found = log_section(sections, a, f"ptxas log {inert(shown)}")
-                except OccupancyError as exc:
-                    why.append(str(exc))
-                    continue
-                out += [ListedKernel(shown, a, r) for r in found.values()]
-            if why and (failed is None or not out):
-                raise OccupancyError(why[0])
-            if failed is not None:
-                failed += why
+            out = _settle(*_each_arch(archs, lambda a: [
+                ListedKernel(shown, a, r)
+                for r in log_section(sections, a, f"ptxas log {inert(shown)}").values()]), failed)
         else:
             out += [ListedKernel(shown, arch or "?", r)
                     for arch in sorted(sections, key=_num) for r in sections[arch].values()]
@@ -236,14 +214,38 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
     return [replace(k, resources=named[k.arch][k.resources.function]) for k in out]
 
 
+def _each_arch(archs: Sequence[str], rows: Callable[[str], list[ListedKernel]]
+               ) -> tuple[list[ListedKernel], list[OccupancyError]]:
+    """`rows` of every arch, and the errors of those that give none."""
+    out: list[ListedKernel] = []
+    errors: list[OccupancyError] = []
+    for arch in archs:
+        try:
+            out += rows(arch)
+        except OccupancyError as exc:  # noqa: PERF203 (an error an arch, said after the rest)
+            errors.append(exc)
+    return out, errors
+
+
+def _settle(out: list[ListedKernel], errors: Sequence[OccupancyError], failed: list[str] | None
+            ) -> list[ListedKernel]:
+    """`out`, with the errors added to `failed`; the first error raised where nothing is
+    listed or no `failed` takes them."""
+    if errors and (failed is None or not out):
+        raise errors[0]
+    if failed is not None:
+        failed += [str(e) for e in errors]
+    return out
+
+
 def _binary_rows(img: BinaryImage, shown: str, archs: Sequence[str], asked: bool
-                 ) -> tuple[list[ListedKernel], list[str]]:
+                 ) -> tuple[list[ListedKernel], list[OccupancyError]]:
     """A binary's kernels per SASS arch, and per arch of `archs` the driver would JIT its
     PTX for (no SASS of that major at or under it); the errors: relocatable code that does
     not link, and an `asked` arch on which nothing loads."""
     out = [ListedKernel(shown, a, r) for a in sorted(img.sass, key=_num)
            for r in img.sass[a].values()]
-    errors = [img.unlinked[a] for a in sorted(img.unlinked, key=_num)]
+    errors = [OccupancyError(img.unlinked[a]) for a in sorted(img.unlinked, key=_num)]
     for arch in archs:
         if loaded_sass((*img.sass, *img.unlinked), arch) is not None:
             continue  # the driver loads that SASS: listed, or its link error said
@@ -252,13 +254,13 @@ def _binary_rows(img: BinaryImage, shown: str, archs: Sequence[str], asked: bool
             out += [ListedKernel(shown, arch, r)
                     for r in jit_ptx(img.ptx[src], src, arch, shown).values()]
         elif asked:
-            errors.append(nothing_loads(img, shown, arch))
+            errors.append(OccupancyError(nothing_loads(img, shown, arch)))
     if not out and not errors and img.ptx:  # PTX above the default arch, and none asked
         low = min(img.ptx, key=_num)
         above = "" if low.endswith("a") else " or above"
-        errors.append(f"{inert(shown)}: it holds PTX only (compute_{low[3:]}, no SASS), which is "
-                      f"compiled for the arch asked: give --arch {low}{above} (the default, "
-                      f"{archs[0]}, is not one)")
+        errors.append(OccupancyError(
+            f"{inert(shown)}: it holds PTX only (compute_{low[3:]}, no SASS), which is compiled "
+            f"for the arch asked: give --arch {low}{above} (the default, {archs[0]}, is not one)"))
     return out, errors
 
 
