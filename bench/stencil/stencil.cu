@@ -12,6 +12,14 @@
 //   MODE 5: a copy through a 32 x (BX x BY / 32) tile whatever the shape: thread t reads
 //           row t / 32, column t % 32 of the block's tile (the addresses of a 32-wide block
 //           in a block of any shape)
+//   MODE 6: a copy of float2s through MODE 1's indexing (a row is n / 2 of them): a block's
+//           x threads read 8 B each of a row, twice MODE 1's run at the same shape
+//   MODE 7: the same with float4s (16 B a thread, n / 4 a row)
+//   MODE 8: a copy of a BX x 4 BY tile a block, each thread 4 elements BY rows apart, its 4
+//           loads issued before its stores (a transpose's loads, without the transpose)
+//   (MODE 6-8 added for docs/model.md item 51: is the cost of a short run of each row the
+//   bytes a block reads of it, whatever a thread loads, and does it hold with 4 loads in
+//   flight a thread?)
 //   NORM 1: each block sums its squared residues (warp shuffles, then warp 0) and adds the
 //           sum to one float with atomicAdd, as the Jacobi kernel does with cub.
 // Host: `stencil N MODE NORM [BX BY]` (N a multiple of 1024) times every shape (or the one given) (median of 20 event-timed runs after 3
@@ -20,12 +28,33 @@
 #include <cstdlib>
 #include <algorithm>
 #include <vector>
+#include <type_traits>
 #include <cuda_runtime.h>
 
 template <int BX, int BY, int MODE, int NORM>
 __global__ void __launch_bounds__(BX * BY)
 stencil(float* __restrict__ out, const float* __restrict__ in, float* __restrict__ norm, int n) {
     const int t = threadIdx.y * BX + threadIdx.x;
+    if (MODE == 6 || MODE == 7) {  // float2 / float4 copies through the 2-D indexing
+        typedef typename std::conditional<MODE == 6, float2, float4>::type vec;
+        const int w = n / (MODE == 6 ? 2 : 4);  // vectors a row
+        const int ix = blockIdx.x * BX + threadIdx.x, iy = blockIdx.y * BY + threadIdx.y + 1;
+        if (iy < n - 1 && ix < w) {
+            const size_t i = (size_t)iy * w + ix;
+            reinterpret_cast<vec*>(out)[i] = reinterpret_cast<const vec*>(in)[i];
+        }
+        return;
+    }
+    if (MODE == 8) {  // a BX x 4 BY tile: 4 loads a thread, then 4 stores
+        const size_t ix = (size_t)blockIdx.x * BX + threadIdx.x;
+        const size_t iy = (size_t)blockIdx.y * 4 * BY + threadIdx.y;
+        float v[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) v[k] = in[(iy + k * BY) * n + ix];
+#pragma unroll
+        for (int k = 0; k < 4; k++) out[(iy + k * BY) * n + ix] = v[k];
+        return;
+    }
     if (MODE >= 4) {  // copies of the whole grid, block b = blockIdx.y x gridDim.x + blockIdx.x
         const size_t b = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
         size_t i;
@@ -65,19 +94,21 @@ stencil(float* __restrict__ out, const float* __restrict__ in, float* __restrict
 }
 
 typedef void (*kern_t)(float*, const float*, float*, int);
-struct Shape { int bx, by; kern_t k[6][2]; };
+struct Shape { int bx, by; kern_t k[9][2]; };
 
 #define K(BX, BY, M) {stencil<BX, BY, M, 0>, stencil<BX, BY, M, 1>}
 #define S(BX, BY) {BX, BY, {K(BX, BY, 0), K(BX, BY, 1), K(BX, BY, 2), K(BX, BY, 3), \
-                           K(BX, BY, 4), K(BX, BY, 5)}}
+                           K(BX, BY, 4), K(BX, BY, 5), K(BX, BY, 6), K(BX, BY, 7), \
+                           K(BX, BY, 8)}}
 static const Shape shapes[] = {
     S(32, 8), S(64, 4), S(256, 1),
     S(32, 16), S(64, 8), S(128, 4), S(256, 2), S(512, 1),
     S(32, 32), S(64, 16), S(128, 8), S(256, 4), S(512, 2), S(1024, 1),
+    S(16, 16), S(16, 32), S(16, 64),  // half a warp wide (added with MODE 6-8)
 };
 
 static float expect(const std::vector<float>& h, int n, int mode, size_t i) {
-    if (mode >= 4) return h[i];
+    if (mode >= 4) return h[i];  // every copy
     if (mode == 0) return 0.25f * (h[i + 1] + h[i - 1] + h[i + n] + h[i - n]);
     if (mode == 1) return h[i];
     if (mode == 2) return h[i - 1] + h[i] + h[i + 1];
@@ -88,7 +119,7 @@ int main(int argc, char** argv) {
     if (argc != 4 && argc != 6) { fprintf(stderr, "usage: stencil N MODE NORM [BX BY]\n"); return 2; }
     const int n = atoi(argv[1]), mode = atoi(argv[2]), norm = atoi(argv[3]);
     const int only_bx = argc == 6 ? atoi(argv[4]) : 0, only_by = argc == 6 ? atoi(argv[5]) : 0;
-    if (n < 256 || n > 20000 || n % 1024 || mode < 0 || mode > 5 || norm < 0 || norm > 1) {
+    if (n < 256 || n > 20000 || n % 1024 || mode < 0 || mode > 8 || norm < 0 || norm > 1) {
         fprintf(stderr, "stencil: bad arguments\n"); return 2;
     }
     const size_t cells = (size_t)n * n;
@@ -106,9 +137,13 @@ int main(int argc, char** argv) {
     for (const Shape& s : shapes) {
         if (only_bx && (s.bx != only_bx || s.by != only_by)) continue;
         kern_t k = s.k[mode][norm];
-        // the copies of MODE 4 and 5 cover the whole grid: n x n / (BX x BY) blocks
-        dim3 block(s.bx, s.by), grid((n + s.bx - 1) / s.bx,
-                                     mode >= 4 ? n / s.by : (n - 2 + s.by - 1) / s.by);
+        // the copies of MODE 4, 5 and 8 cover the whole grid: n x n / (BX x BY) blocks (MODE
+        // 8: 4 elements a thread); MODE 6 and 7 read n / 2 and n / 4 vectors a row
+        const int row = mode == 6 ? n / 2 : mode == 7 ? n / 4 : n;
+        const int whole = mode == 4 || mode == 5 || mode == 8;
+        dim3 block(s.bx, s.by), grid((row + s.bx - 1) / s.bx,
+                                     mode == 8 ? n / (4 * s.by) : whole ? n / s.by
+                                     : (n - 2 + s.by - 1) / s.by);
         cudaMemset(out, 0xff, cells * sizeof(float));
         std::vector<float> ms;
         for (int r = 0; r < 23; r++) {

@@ -9,6 +9,7 @@ keeps no DRAM request of its own in flight.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from occupancy.core.device import Device
@@ -74,3 +75,33 @@ def dram_reads_per_warp(traffic: Traffic | None, units: float, dram_bytes: float
     # their hiding went to 0 and the DRAM roof up to 3,900x)
     return max(by_share, per_warp - traffic.global_store_sectors * SECTOR_BYTES,
                traffic.load_bytes / traffic.global_loads)
+
+
+
+# A DRAM row (an HBM page, 1 KB) that a request opens serves the requests after it sooner
+# than one it must open: where a 2-D block's rows read a short run of each array row, more
+# of its requests open a row, and each waits longer (HBM3's precharge and activate, ~28 ns,
+# ~55 clocks at 1,980 MHz, against the ~250 ns of a load). Set on this project's own
+# stencil record (bench/results/h200-stencil, its copy through the stencil's indexing,
+# every shape of 256-1,024 threads at n = 8,192 and 12,288; docs/model.md item 51):
+# blocks one warp wide (128 B of each row) 5-9% behind the widest of the same threads,
+# two warps wide 1-3%, with the same DRAM, L1 and L2 bytes by Nsight Compute.
+ROW_MISS_LATENCY = 0.12  # the latency's growth where every request opens a row
+ROW_BYTES = 1024  # a run of a page's bytes opens the row once: the floor of the rows opened
+REQUEST_BYTES = 128  # a warp's request: a run of one request or less opens a row each
+
+
+def row_run_latency_factor(block: tuple[int, ...], traffic: Traffic | None) -> float:
+    """How much longer a DRAM request waits where a 2-D block reads a short run of each
+    array row: 1 + ROW_MISS_LATENCY x (the share of its requests that open a row, 128 B
+    over the run and at most 1, less that of a page-long run). The run is the block's x
+    threads times the bytes a lane loads (the x index walking the row, as a 2-D block's
+    does); where ptxsim followed the warp to its end (a kernel of one pass of loads: a
+    stencil, a copy, a transpose), since that is what was measured; 1 for a 1-D block,
+    whose warps' order along a row the launch does not say, and for a loop's iteration."""
+    if traffic is None or not traffic.complete or not traffic.global_loads \
+            or len(block) < 2 or math.prod(block[1:]) <= 1:
+        return 1.0
+    run = block[0] * traffic.load_bytes / traffic.global_loads / max(traffic.lanes, 1)
+    opened = min(1.0, REQUEST_BYTES / run) if run > 0 else 1.0
+    return 1.0 + ROW_MISS_LATENCY * max(0.0, opened - REQUEST_BYTES / ROW_BYTES)

@@ -16,7 +16,12 @@ from occupancy.build.sass_pipes import SCHEDULERS_PER_SM, issue_slots, pipe_fact
 from occupancy.core.device import Device
 from occupancy.core.solver import OccupancyResult
 from occupancy.tune.constwalk import constant_walk_seconds
-from occupancy.tune.inflight import dram_reads_per_warp, l1_for_loads, loads_in_flight
+from occupancy.tune.inflight import (
+    dram_reads_per_warp,
+    l1_for_loads,
+    loads_in_flight,
+    row_run_latency_factor,
+)
 from occupancy.tune.queueing import busy_share, warp_wait_factor
 from occupancy.tune.reuse import (
     l2_reread_share,
@@ -264,7 +269,7 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
                  loop_mix: tuple[tuple[str, int], ...] | None = None,
                  traffic: Traffic | None = None,
                  write_share: float | None = None, grid: tuple[int, ...] = (),
-                 slow_walk: bool = False) -> Prediction:
+                 slow_walk: bool = False, block: tuple[int, ...] = ()) -> Prediction:
     """_predict_grid's time, but where the grid is one full round of what the SMs hold and a
     second round that holds fewer blocks an SM (ceil(second / SMs)): there the compute side
     (issue, load/store, walked constants) is the two rounds', each predicted with its share
@@ -279,7 +284,8 @@ def predict_work(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: flo
         share = blocks / grid_blocks if grid_blocks else 1.0
         return _predict_grid(dev, occ, blocks, flops * share, dram_bytes * share,
                              registers_per_thread, loop_mix=loop_mix, traffic=traffic,
-                             write_share=write_share, grid=grid, slow_walk=slow_walk)
+                             write_share=write_share, grid=grid, slow_walk=slow_walk,
+                             block=block)
 
     whole = at(grid_blocks)
     slots = max(occ.active_blocks_per_sm, 1) * dev.sm_count
@@ -307,7 +313,7 @@ def _predict_grid(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: fl
                   loop_mix: tuple[tuple[str, int], ...] | None = None,
                   traffic: Traffic | None = None,
                   write_share: float | None = None, grid: tuple[int, ...] = (),
-                  slow_walk: bool = False) -> Prediction:
+                  slow_walk: bool = False, block: tuple[int, ...] = ()) -> Prediction:
     """Predicted time of a user's kernel from its declared work (FLOPs, DRAM bytes), its
     occupancy, the instruction mix of its hottest SASS loop, and what one of its warps
     does on the PTX (ptxsim: shared wavefronts with bank conflicts, global lines).
@@ -349,7 +355,7 @@ def _predict_grid(dev: Device, occ: OccupancyResult, grid_blocks: int, flops: fl
     fma_hiding = 1.0 if "warp_wait" in mix else \
         min(1.0, warps * ilp / (SCHEDULERS_PER_SM * FMA_LATENCY_CLOCKS))
     mem_hiding = _work_mem_hiding(dev, occ, warps, registers_per_thread, mix, traffic, units,
-                                  dram_reads_per_warp(traffic, units, dram_bytes, write_share))
+                                  dram_reads_per_warp(traffic, units, dram_bytes, write_share), block)
     per_batch, again = 1.0, 0.0
     if traffic is not None and traffic.phases:  # only such a unit waits per batch
         raw = dict(loop_mix) if loop_mix else {}  # the SASS's batches, before unit_mix scales
@@ -474,12 +480,13 @@ def _ptx_work(dev: Device, t: Traffic, units: float) -> tuple[float, float, floa
 
 def _work_mem_hiding(dev: Device, occ: OccupancyResult, warps: int, registers_per_thread: int,
                      mix: dict[str, int], traffic: Traffic | None, units: float,
-                     dram_reads: float | None = None) -> float:
+                     dram_reads: float | None = None, block: tuple[int, ...] = ()) -> float:
     """How much of the DRAM latency the SM's resident `warps` hide (1 - e^-x, Little's law).
     Bytes a warp has in flight: the global loads its hot code issues before it needs
     them (a straight-line tile load issues them all), else one line per 32 registers;
     at most the bytes DRAM serves the warp over its run (`dram_reads`,
-    inflight.dram_reads_per_warp); capped by the L1 lines they hold."""
+    inflight.dram_reads_per_warp); capped by the L1 lines they hold. The latency is longer
+    where a 2-D `block` reads a short run of each row (inflight.row_run_latency_factor)."""
     per_warp_bytes = 128.0 * (mix["ldg"] if mix.get("ldg") else max(1, registers_per_thread // 32))
     if traffic is not None and traffic.global_loads and (units or mix.get("ldg")):
         # a warp has in flight the loads it issues before it first needs one of them:
@@ -495,7 +502,7 @@ def _work_mem_hiding(dev: Device, occ: OccupancyResult, warps: int, registers_pe
         useful = traffic.load_bytes / traffic.global_loads
     in_flight = loads_in_flight(warps * per_warp_bytes, l1_for_loads(dev, occ), lines, useful)
     need_dram = (dev.dram_bandwidth_gb_s * 1e9 / dev.sm_count / (dev.boost_clock_mhz * 1e6)
-                 * WORK_DRAM_LATENCY_CLOCKS)
+                 * WORK_DRAM_LATENCY_CLOCKS * row_run_latency_factor(block, traffic))
     return 1 - math.exp(-in_flight / need_dram)
 
 

@@ -323,9 +323,11 @@ def _predicted(spec: TuneSpec, dev: Device, ranked: list[Ranked]) -> list[Ranked
         args = (dev, r.occupancy, r.point.grid_blocks, flops, dram,
                 r.resources.registers_per_thread, r.resources.loop_mix, warp,
                 write_share(spec, {**spec.problem, **r.point.params}), tuple(r.point.grid))
-        pred = predict_work(*args)
+        block = tuple(r.point.block)
+        pred = predict_work(*args, block=block)
         if dict(r.resources.loop_mix or ()).get("uldc"):  # a walk's time if it ran slow
-            pred = replace(pred, slow_walk_ms=predict_work(*args, slow_walk=True).predicted_ms)
+            pred = replace(pred, slow_walk_ms=predict_work(*args, slow_walk=True,
+                                                           block=block).predicted_ms)
         out[i] = replace(r, prediction=pred, traffic=warp)
     return out
 
