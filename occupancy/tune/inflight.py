@@ -85,23 +85,27 @@ def dram_reads_per_warp(traffic: Traffic | None, units: float, dram_bytes: float
 # stencil record (bench/results/h200-stencil, its copy through the stencil's indexing,
 # every shape of 256-1,024 threads at n = 8,192 and 12,288; docs/model.md item 51):
 # blocks one warp wide (128 B of each row) 5-9% behind the widest of the same threads,
-# two warps wide 1-3%, with the same DRAM, L1 and L2 bytes by Nsight Compute.
-ROW_MISS_LATENCY = 0.12  # the latency's growth where every request opens a row
+# two warps wide 1-3%, with the same DRAM, L1 and L2 bytes by Nsight Compute. Checked
+# after on bench/results/h200-rowrun (float2 and float4 copies, 4 loads a thread, blocks
+# half a warp wide: a 64-B run costs twice a 128-B one's rows).
+ROW_MISS_LATENCY = 0.12  # the latency's growth where a request opens a row for 128 B
 ROW_BYTES = 1024  # a run of a page's bytes opens the row once: the floor of the rows opened
-REQUEST_BYTES = 128  # a warp's request: a run of one request or less opens a row each
+REQUEST_BYTES = 128  # a warp's request of floats
 
 
 def row_run_latency_factor(block: tuple[int, ...], traffic: Traffic | None) -> float:
     """How much longer a DRAM request waits where a 2-D block reads a short run of each
-    array row: 1 + ROW_MISS_LATENCY x (the share of its requests that open a row, 128 B
-    over the run and at most 1, less that of a page-long run). The run is the block's x
-    threads times the bytes a lane loads (the x index walking the row, as a 2-D block's
-    does); where ptxsim followed the warp to its end (a kernel of one pass of loads: a
-    stencil, a copy, a transpose), since that is what was measured; 1 for a 1-D block,
-    whose warps' order along a row the launch does not say, and for a loop's iteration."""
+    array row: 1 + ROW_MISS_LATENCY x (the rows opened a 128-B request, 128 B over the run,
+    less a page-long run's 1/8). The run is the block's x threads times the bytes a lane
+    loads (the x index walking the row, as a 2-D block's does): 128 B for 32 floats, 64 B
+    for 16 (each costs twice the rows a byte). Where ptxsim followed the warp to its end (a
+    kernel of one pass of loads: a stencil, a copy, a transpose), since that is what was
+    measured; 1 for a 1-D block, whose warps' order along a row the launch does not say,
+    and for a loop's iteration."""
     if traffic is None or not traffic.complete or not traffic.global_loads \
             or len(block) < 2 or math.prod(block[1:]) <= 1:
         return 1.0
     run = block[0] * traffic.load_bytes / traffic.global_loads / max(traffic.lanes, 1)
-    opened = min(1.0, REQUEST_BYTES / run) if run > 0 else 1.0
-    return 1.0 + ROW_MISS_LATENCY * max(0.0, opened - REQUEST_BYTES / ROW_BYTES)
+    if run <= 0:
+        return 1.0
+    return 1.0 + ROW_MISS_LATENCY * max(0.0, REQUEST_BYTES / run - REQUEST_BYTES / ROW_BYTES)
