@@ -167,3 +167,26 @@ def test_the_stencil_record_is_read_within_its_band(tmp_path: Path) -> None:
         if mode == 0:
             assert predicted[(bx, by, 0)] >= predicted[(bx, by, 1)] * 0.98, (bx, by)
             assert measured[(bx, by, 0)] > measured[(bx, by, 1)]
+
+
+def test_tile_names_blocks_that_read_short_runs_of_each_row() -> None:
+    """`tile`'s findings name the 2-D blocks that read 256 B or less of each row where other
+    points read twice as much or more, and the narrowest with its latency factor; nothing
+    where every point reads alike or the blocks are 1-D."""
+    from occupancy.tune.ranked import Point, Ranked, findings
+
+    h200 = load_device("h200")
+    occ = solve(h200, 512, 16)
+
+    def point(bx: int, by: int) -> Ranked:
+        t = _traffic(global_loads=1.0, load_bytes=128.0, global_load_lines=1.0)
+        return Ranked(Point({"BX": bx, "BY": by}, "k", (), (bx, by), (64, 64), 0), None, occ, None,
+                      (), traffic=t)
+
+    said = findings([point(16, 32), point(32, 16), point(64, 8), point(256, 2)], h200)
+    assert len(said) == 1 and said[0].startswith("Short runs of each row in 3 of 4 points")
+    assert "BX=16 BY=32 reads 64 B of each row" in said[0]
+    assert f"{1 + ROW_MISS_LATENCY * (2 - 1 / 8):.2f}x the latency" in said[0]
+    assert findings([point(32, 16), point(32, 32)], h200) == []  # all alike: nothing sets them apart
+    assert findings([point(256, 2), point(512, 1)], h200) == []  # 1-D and long runs
+    assert len(findings([point(32, 16), point(64, 8)], h200)) == 1  # 128 B against 256

@@ -93,19 +93,25 @@ ROW_BYTES = 1024  # a run of a page's bytes opens the row once: the floor of the
 REQUEST_BYTES = 128  # a warp's request of floats
 
 
-def row_run_latency_factor(block: tuple[int, ...], traffic: Traffic | None) -> float:
-    """How much longer a DRAM request waits where a 2-D block reads a short run of each
-    array row: 1 + ROW_MISS_LATENCY x (the rows opened a 128-B request, 128 B over the run,
-    less a page-long run's 1/8). The run is the block's x threads times the bytes a lane
-    loads (the x index walking the row, as a 2-D block's does): 128 B for 32 floats, 64 B
-    for 16 (each costs twice the rows a byte). Where ptxsim followed the warp to its end (a
-    kernel of one pass of loads: a stencil, a copy, a transpose), since that is what was
-    measured; 1 for a 1-D block, whose warps' order along a row the launch does not say,
-    and for a loop's iteration."""
+def row_run_bytes(block: tuple[int, ...], traffic: Traffic | None) -> float | None:
+    """The bytes a 2-D block reads of each array row: its x threads times the bytes a lane
+    loads (the x index walking the row, as a 2-D block's does). None where that is not
+    known or not measured: a 1-D block (the launch does not say in which order its warps
+    walk a row: llm.c's softmaxes give each warp its own), a loop's iteration, no loads."""
     if traffic is None or not traffic.complete or not traffic.global_loads \
             or len(block) < 2 or math.prod(block[1:]) <= 1:
-        return 1.0
+        return None
     run = block[0] * traffic.load_bytes / traffic.global_loads / max(traffic.lanes, 1)
-    if run <= 0:
+    return run if run > 0 else None
+
+
+def row_run_latency_factor(block: tuple[int, ...], traffic: Traffic | None) -> float:
+    """How much longer a DRAM request waits where a 2-D block reads a short run of each
+    array row (`row_run_bytes`): 1 + ROW_MISS_LATENCY x (the rows opened a 128-B request,
+    128 B over the run, less a page-long run's 1/8): 128 B for 32 floats, 64 B for 16 (each
+    costs twice the rows a byte). Where ptxsim followed the warp to its end (a kernel of one
+    pass of loads: a stencil, a copy, a transpose), since that is what was measured; else 1."""
+    run = row_run_bytes(block, traffic)
+    if run is None:
         return 1.0
     return 1.0 + ROW_MISS_LATENCY * max(0.0, REQUEST_BYTES / run - REQUEST_BYTES / ROW_BYTES)

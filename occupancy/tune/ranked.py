@@ -20,6 +20,7 @@ from occupancy.core.words import limiters, pct
 from occupancy.inputs.manifest.tuning import TuneSpec
 from occupancy.inputs.safety import inert
 from occupancy.tune.constwalk import unpriced_walk
+from occupancy.tune.inflight import row_run_bytes, row_run_latency_factor
 from occupancy.tune.leaders import describe, leaders
 from occupancy.tune.model import (
     MEASURED_ON,
@@ -237,7 +238,9 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
     """What one warp of each point did on its PTX, where it sets points apart: bank
     conflicts (shared passes over the conflict-free count), uncoalesced global loads
     (128-byte lines per load; 1 is a warp of floats in one line) and stores whose ends leave
-    sectors partly written (a row off its sectors; docs/model.md item 33); and, from the SASS, the
+    sectors partly written (a row off its sectors; docs/model.md item 33); 2-D blocks that
+    read 256 B or less of each row where others read twice as much (item 51); and, from the
+    SASS, the
     points with a cost the model names and does not price (`doubts`: a k loop kept rolled, a
     walked __constant__ table)."""
     out = []
@@ -273,6 +276,18 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
                    "whose pitch is a multiple of 32 bytes keep their stores on their sectors, "
                    "all but a row's partial last one.")
 
+    short = [(run, r) for r in ranked
+             if (run := row_run_bytes(tuple(r.point.block), r.traffic)) is not None]
+    if short and min(run for run, _ in short) <= 256 \
+            and max(run for run, _ in short) >= 2 * min(run for run, _ in short):
+        run, r = min(short, key=lambda x: x[0])
+        k = sum(1 for v, _ in short if v <= 256)
+        out.append(f"Short runs of each row in {k} of {n} points: a block as narrow as "
+                   f"{inert(r.label)} reads {run:.0f} B of each row it loads, so more of its "
+                   "DRAM requests open a DRAM row and wait longer (priced in the DRAM roof: "
+                   f"{row_run_latency_factor(tuple(r.point.block), r.traffic):.2f}x the "
+                   "latency; blocks reading 1 KB or more of a row pay nothing; docs/model.md "
+                   "item 51).")
     rolled = [r for r in ranked if ROLLED_LOOP in doubts(r, dev)]
     if rolled:
         apart = ("; measure --budget takes the errors of the points with and without it apart"
