@@ -201,6 +201,7 @@ def test_link_is_checked_as_an_option_before_anything_compiles(tmp_path: Path) -
     a, b = str(SAVED / "a.cu"), str(SAVED / "b.cu")
     rdc = "--flag=-rdc=true"
     cases = [([a, "--link", b], "add --flag=-rdc=true"),
+             ([a, "--link", b, rdc, "--flag=-rdc=false"], "add --flag=-rdc=true"),  # nvcc: last wins
              ([a, "--link", str(tmp_path), rdc], "not a CUDA source"),
              ([a, "--link", "/dev/null.cu", rdc], "no such file"),
              ([str(tmp_path / "k.cubin"), "--link", b, rdc], "is no CUDA source"),
@@ -351,3 +352,15 @@ def test_a_binary_s_link_error_does_not_send_users_to_link(tmp_path: Path) -> No
     _nvcc("-dc", "-gencode", "arch=compute_90,code=sm_90", str(SAVED / "a.cu"), "-o", str(obj))
     code, _, err = _resources(str(obj), "--arch", "sm_90")
     assert code == 2 and "remote_heavy" in err and "--link" not in err and "`link:`" not in err
+
+
+def test_the_last_rdc_flag_decides_as_nvcc_s_does() -> None:
+    """nvcc takes the last of repeated -rdc values (warning 'incompatible redefinition'):
+    `-rdc=true -rdc=false` builds whole-program code, so it neither device-links nor reads
+    a log as relocatable; -dc counts as -rdc=true."""
+    from occupancy.inputs.flags import is_rdc
+
+    assert is_rdc(["-rdc=true"]) and is_rdc(["-rdc=false", "-dc"])
+    assert is_rdc(["-rdc=false", "--relocatable-device-code=true"])
+    assert not is_rdc(["-rdc=true", "-rdc=false"]) and not is_rdc(["-dc", "-rdc=false"])
+    assert not is_rdc([]) and not is_rdc(["-G", "-lineinfo"])

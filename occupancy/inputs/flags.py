@@ -156,9 +156,16 @@ def check_flags(flags: Sequence[object], where: str, includes: str = "include_di
     return tuple(out), defines
 
 
+_RDC = {"-dc": True, "-rdc=true": True, "--relocatable-device-code=true": True,
+        "-rdc=false": False, "--relocatable-device-code=false": False}
+
+
 def is_rdc(flags: Sequence[str]) -> bool:
-    """Relocatable device code: static smem and final registers come from the device link."""
-    return any(f in ("-dc", "-rdc=true", "--relocatable-device-code=true") for f in flags)
+    """Relocatable device code: static smem and final registers come from the device link.
+    nvcc takes the last of repeated -rdc values (with a warning): `-rdc=true -rdc=false`
+    builds whole-program code."""
+    said = [_RDC[f] for f in flags if f in _RDC]
+    return bool(said) and said[-1]
 
 
 RDC_LOG_ERROR = ("a ptxas log of a relocatable compile (-rdc=true / -dc) cannot give static "
