@@ -364,3 +364,40 @@ def test_the_last_rdc_flag_decides_as_nvcc_s_does() -> None:
     assert is_rdc(["-rdc=false", "--relocatable-device-code=true"])
     assert not is_rdc(["-rdc=true", "-rdc=false"]) and not is_rdc(["-dc", "-rdc=false"])
     assert not is_rdc([]) and not is_rdc(["-G", "-lineinfo"])
+
+
+@pytest.mark.slow
+def test_check_refuses_a_log_that_reads_as_a_relocatable_compile_without_the_flag(
+        tmp_path: Path) -> None:
+    """A manifest entry naming the ptxas log of an -rdc compile, its flags not saying so: the
+    log compiles `heavy` on its own and prints no kernel's cumulative stack, so k_spill's 24
+    registers and no stack are the numbers before the link (32 and 280 after). `check` had
+    passed on them; now it refuses them as it does with -rdc in the flags."""
+    need(nvcc_path(), "nvcc")
+    nvcc = nvcc_path()
+    assert nvcc
+    r = subprocess.run([nvcc, "-rdc=true", "-arch=sm_90", "-Xptxas", "-v", "-c",
+                        str(SAVED / "a.cu"), "-o", str(tmp_path / "a.o")],
+                       capture_output=True, text=True, check=True)
+    log = tmp_path / "a.log"
+    log.write_text(r.stdout + r.stderr)
+    m = tmp_path / "m.yaml"
+    m.write_text(f"devices: [h100]\nkernels:\n  - name: k_spill\n    ptxas_log: {log}\n"
+                 "    block: [256]\n")
+    (v,) = evaluate(load_manifest(m), CheckResolver())
+    assert v.status == "error" and "relocatable compile" in v.problems[0], v.problems
+    # a -G build also compiles a function on its own, but its kernel prints the cumulative
+    # stack: a whole program, read as final
+    g = tmp_path / "g.cu"
+    g.write_text("__device__ __noinline__ float helper(const float* p, int n) {\n"
+                 "  float a[16]; for (int i = 0; i < 16; i++) a[i] = p[i * n];\n"
+                 "  float s = 0; for (int i = 0; i < n; i++) s += a[i % 16]; return s; }\n"
+                 "__global__ void k_g(float* out, const float* p, int n) {\n"
+                 "  out[threadIdx.x] = helper(p, n); }\n")
+    r = subprocess.run([nvcc, "-G", "-arch=sm_90", "-Xptxas", "-v", "-cubin", str(g), "-o",
+                        str(tmp_path / "g.cubin")], capture_output=True, text=True, check=True)
+    assert "cumulative stack" in r.stdout + r.stderr
+    log.write_text(r.stdout + r.stderr)
+    m.write_text(m.read_text().replace("name: k_spill", "name: k_g"))
+    (v,) = evaluate(load_manifest(m), CheckResolver())
+    assert v.status != "error", v.problems

@@ -126,7 +126,10 @@ class CheckResolver:
         found = with_names(found)  # the callees a verdict names too
         names = {k: (v.demangled or k) for k, v in found.items()}
         mangled = match_kernel(spec.function or spec.name, names, where, self._macros(spec))
-        if spec.ptxas_log and is_rdc(spec.flags) and not found[mangled].linked:
+        # a log with -rdc in the entry's flags, or one that reads as a relocatable compile's
+        # (functions compiled on their own, no kernel's cumulative stack, no nvlink report)
+        if spec.ptxas_log and (is_rdc(spec.flags) or found[mangled].before_link) \
+                and not found[mangled].linked:
             raise OccupancyError(f"{where}: {RDC_LOG_ERROR}")
         return replace(found[mangled], demangled=names[mangled])
 
