@@ -665,3 +665,18 @@ def test_a_file_local_function_is_demangled() -> None:
         "[file-local]"
     assert got["_Z6kernelPf"] == "kernel(float*)"
     assert got["__nv_static_x"] == "__nv_static_x"
+
+
+def test_an_rdc_file_local_function_is_named_without_its_file_namespace() -> None:
+    """An -rdc compile puts a static or anonymous-namespace device function in a namespace
+    named for its file (_INTERNAL_<hash>_<n>_<file>_cu_<hash>): verdicts name the function,
+    marked file-local, not the namespace."""
+    from occupancy.build.compilers import _demangler, demangle
+
+    need(_demangler(), "a demangler (c++filt)")
+    heavy = "_ZN35_INTERNAL_a7ac0bb9_5_st_cu_09a879685heavyEPKfi"
+    anon = "_ZN35_INTERNAL_a7ac0bb9_5_st_cu_09a8796837_GLOBAL__N__a7ac0bb9_5_st_cu_09a879684anonEPKf"
+    got = demangle([heavy, anon, "_Z6kernelPf"])
+    assert got[heavy] == "heavy(float const*, int) [file-local]"
+    assert got[anon] == "(anonymous namespace)::anon(float const*) [file-local]"
+    assert got["_Z6kernelPf"] == "kernel(float*)"

@@ -294,10 +294,23 @@ def _file_local(name: str) -> str | None:
     return name[at + 1:] if at > 0 else None
 
 
+# nvcc puts a static or anonymous-namespace function of an -rdc compile in a namespace named
+# for its file: _INTERNAL_<hash>_<n>_<file>_cu_<hash>::heavy(float const*, int)
+_INTERNAL = re.compile(r"^_INTERNAL_\w{1,200}?_cu_[0-9a-f]{1,16}::")
+
+
+def _internal_named(demangled: str) -> str:
+    """A demangled name without the file's namespace an -rdc compile gives a file-local
+    function (one scan: a symbol is input), marked `[file-local]`."""
+    plain = _INTERNAL.sub("", demangled, count=1)
+    return plain if plain == demangled else f"{plain} [file-local]"
+
+
 def demangle(names: Sequence[str]) -> dict[str, str]:
     """Mangled -> demangled, with a real demangler (cu++filt or c++filt) reading stdin, so a
     hostile symbol is never an argument. Without one, names stay as they are. A file-local
-    function's name (_NV_STATIC...) is its mangled part demangled, marked `[file-local]`."""
+    function's name (_NV_STATIC..., or an -rdc compile's _INTERNAL_..._cu_...:: namespace) is
+    its own part demangled, marked `[file-local]`."""
     local = {n: m for n in names if (m := _file_local(n))}
     todo = [local.get(n, n) for n in names if local.get(n, n).startswith("_Z") and "\n" not in n]
     out = {n: n for n in names}
@@ -310,7 +323,7 @@ def demangle(names: Sequence[str]) -> dict[str, str]:
         r = run_tool([exe], stdin="\n".join(todo) + "\n", timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return out
-    lines = r.stdout.splitlines()
+    lines = [_internal_named(x) for x in r.stdout.splitlines()]
     if len(lines) == len(todo):
         got = dict(zip(todo, lines, strict=True))
         out.update({n: got[n] for n in names if n in got})
