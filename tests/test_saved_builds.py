@@ -401,3 +401,29 @@ def test_check_refuses_a_log_that_reads_as_a_relocatable_compile_without_the_fla
     m.write_text(m.read_text().replace("name: k_spill", "name: k_g"))
     (v,) = evaluate(load_manifest(m), CheckResolver())
     assert v.status != "error", v.problems
+
+
+@pytest.mark.slow
+def test_a_binary_s_unknown_spills_are_null_in_json(tmp_path: Path) -> None:
+    """A cubin says its stack frame, not its spills: `resources --json` had said
+    spill_stores_bytes 0 beside spill_bytes = the frame. Now null, and spills_known false;
+    the same kernel from its source gives the spills ptxas reports."""
+    need(nvcc_path(), "nvcc")
+    nvcc = nvcc_path()
+    assert nvcc
+    src = tmp_path / "g.cu"
+    src.write_text("__device__ __noinline__ float helper(const float* p, int n) {\n"
+                   "  float a[16]; for (int i = 0; i < 16; i++) a[i] = p[i * n];\n"
+                   "  float s = 0; for (int i = 0; i < n; i++) s += a[i % 16]; return s; }\n"
+                   "__global__ void k_g(float* out, const float* p, int n) {\n"
+                   "  out[threadIdx.x] = helper(p, n); }\n")
+    subprocess.run([nvcc, "-arch=sm_90", "-cubin", str(src), "-o", str(tmp_path / "g.cubin")],
+                   capture_output=True, text=True, check=True)
+    code, out, err = _resources(str(tmp_path / "g.cubin"), "--json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["spill_stores_bytes"] is None and row["spill_loads_bytes"] is None
+    assert row["spills_known"] is False and row["spill_bytes"] == row["stack_frame_bytes"] > 0
+    code, out, err = _resources(str(src), "--arch", "sm_90", "--json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["spills_known"] is True and row["spill_stores_bytes"] == 0

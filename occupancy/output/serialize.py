@@ -108,8 +108,10 @@ def resources_dict(res: KernelResources) -> dict[str, Any]:
         "registers_per_thread": res.registers_per_thread,
         "static_shared_memory": res.static_shared_memory,
         "stack_frame_bytes": res.stack_frame_bytes,
-        "spill_stores_bytes": res.spill_stores_bytes,
-        "spill_loads_bytes": res.spill_loads_bytes,
+        # a binary's image (or nvlink's report alone) gives the stack frame, not the spills:
+        # unknown, not 0, beside `spill_bytes` (the frame there)
+        "spill_stores_bytes": None if res.spills_unknown else res.spill_stores_bytes,
+        "spill_loads_bytes": None if res.spills_unknown else res.spill_loads_bytes,
         "spill_bytes": res.spill_bytes,
         "spills_known": not (res.spills_unknown or res.unattributed_spills),
         "barriers": res.barriers,
