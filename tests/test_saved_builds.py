@@ -427,3 +427,24 @@ def test_a_binary_s_unknown_spills_are_null_in_json(tmp_path: Path) -> None:
     code, out, err = _resources(str(src), "--arch", "sm_90", "--json")
     (row,) = json.loads(out)
     assert code == 0 and row["spills_known"] is True and row["spill_stores_bytes"] == 0
+
+
+@pytest.mark.slow
+def test_a_bare_arch_specific_cubin_is_read_as_its_own_arch(tmp_path: Path) -> None:
+    """A cubin built for sm_90a has the e_flags of an sm_90 one; its .nv.compat records say
+    which. It had been listed as sm_90; now sm_90a, relocatable or linked, and the ordinary
+    build stays sm_90."""
+    from occupancy.build.binaries import elf_arch
+
+    need(nvcc_path(), "nvcc")
+    nvcc = nvcc_path()
+    assert nvcc
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(int* p) { p[threadIdx.x] = 1; }\n")
+    for arch, extra in (("sm_90a", []), ("sm_90", []), ("sm_90a", ["-rdc=true"])):
+        out = tmp_path / f"k-{arch}-{len(extra)}.cubin"
+        subprocess.run([nvcc, f"-arch={arch}", "-cubin", *extra, str(src), "-o", str(out)],
+                       capture_output=True, text=True, check=True)
+        assert elf_arch(out.read_bytes()) == arch
+        code, text, err = _resources(str(out))
+        assert code == 0 and f"   {arch} " in text and (arch == "sm_90a") == ("sm_90a" in text), text

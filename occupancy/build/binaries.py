@@ -30,6 +30,7 @@ EIATTR_REGCOUNT = 0x2F
 EIATTR_NUM_BARRIERS = 0x4C
 EIATTR_CTA_PER_CLUSTER = 0x3D  # __cluster_dims__(x, y, z), sm_90+
 EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
+COMPAT_ARCH_SPECIFIC = 0x09  # a .nv.compat record: 1 for an arch-specific (sm_XXa) build
 
 _SHT_SYMTAB, _SHT_NOBITS = 2, 8
 _ET_REL = 1
@@ -96,11 +97,13 @@ def _records(blob: bytes) -> list[tuple[int, bytes]]:
     return out
 
 
-def parse_cubin(data: bytes) -> Cubin:
-    """Every kernel of a cubin (ELF64, little-endian) with its resources."""
+_Section = tuple[int, ...]  # name, type, offset, size, link, info, entry size
+
+
+def _sections(data: bytes) -> tuple[list[tuple[str, _Section]], Callable[[_Section], bytes]]:
+    """A cubin's (ELF64, little-endian) sections by name, and how to read one's bytes."""
     if data[:4] != ELF_MAGIC or len(data) < 64 or data[4] != 2 or data[5] != 1:
         raise OccupancyError("not a 64-bit little-endian ELF (a cubin)")
-    arch = cubin_arch(data)
     shoff = _u("<Q", data, 0x28)[0]
     shentsize, shnum, shstrndx = _u("<HHH", data, 0x3A)
     if shentsize < 64 or shnum > 65535 or shstrndx >= max(shnum, 1):
@@ -119,7 +122,7 @@ def parse_cubin(data: bytes) -> Cubin:
             raise OccupancyError("malformed ELF section names")
         return data[start:end].decode("utf-8", errors="replace")
 
-    def body(sec: tuple[int, ...]) -> bytes:
+    def body(sec: _Section) -> bytes:
         _, typ, off, size = sec[0], sec[1], sec[2], sec[3]
         if typ == _SHT_NOBITS:
             return b""
@@ -127,7 +130,26 @@ def parse_cubin(data: bytes) -> Cubin:
             raise OccupancyError("truncated ELF section")
         return data[off:off + size]
 
-    named = [(section_name(s[0]), s) for s in sections]
+    return [(section_name(s[0]), s) for s in sections], body
+
+
+def elf_arch(data: bytes) -> str:
+    """sm_XX, or sm_XXa for an arch-specific build (-arch=sm_90a): its e_flags say sm_90 as
+    sm_90's do; its `.nv.compat` records say which (attribute 9 is 1; nvcc 13)."""
+    arch = cubin_arch(data)
+    named, body = _sections(data)
+    for name, sec in named:
+        if name == ".nv.compat" and any(attr == COMPAT_ARCH_SPECIFIC and val[:1] == b"\x01"
+                                        for attr, val in _records(body(sec))):
+            return arch + "a"
+    return arch
+
+
+def parse_cubin(data: bytes) -> Cubin:
+    """Every kernel of a cubin (ELF64, little-endian) with its resources."""
+    arch = elf_arch(data)
+    named, body = _sections(data)
+    sections = [sec for _, sec in named]
     symbols, entries, objects = _symbols(named, sections, body)
     regs: dict[str, int] = {}
     frames: dict[str, int] = {}
@@ -233,12 +255,17 @@ def is_relocatable(data: bytes) -> bool:
     return data[:4] == ELF_MAGIC and len(data) >= 18 and _u("<H", data, 0x10)[0] == _ET_REL
 
 
+def arch_number(arch: str) -> int:
+    """90 for sm_90 and sm_90a (compute_90 too)."""
+    return int(re.sub(r"\D", "", arch) or 0)
+
+
 def static_shared_from_cubin(k: CubinKernel, arch: str, reserved: int,
                              relocatable: bool = False) -> int:
     """Static smem the kernel declares: linked sm_90+ cubins include the driver's reserved
     bytes; a relocatable one does not hold them yet (nvlink adds them), so nothing is
     subtracted there."""
-    major = int(arch[3:]) // 10
+    major = arch_number(arch) // 10
     if relocatable or major < 9 or not k.shared_bytes:
         return k.shared_bytes
     return max(k.shared_bytes - reserved, 0)

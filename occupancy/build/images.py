@@ -12,9 +12,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from occupancy.build.binaries import (
+    arch_number,
     check_fatbin_sizes,
     check_ptx_size,
     cubin_arch,
+    elf_arch,
     is_relocatable,
     kind_of,
     parse_cubin,
@@ -86,7 +88,7 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
     if kind == "cubin":
         try:
             if is_relocatable(data):
-                data = _linked([data], cubin_arch(data), shown)
+                data = _linked([data], elf_arch(data), shown)
                 label += " (relocatable, device-linked here)"
             arch, res = _cubin_resources(data, label)
         except OccupancyError as exc:  # a malformed ELF says so without a name: add the file's
@@ -156,8 +158,7 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
     return BinaryImage(path, sass, ptx, unlinked)
 
 
-def _num(arch: str) -> int:
-    return int(re.sub(r"\D", "", arch) or 0)
+_num = arch_number
 
 
 def resources_for_device(img: BinaryImage, dev: Device, shown: str

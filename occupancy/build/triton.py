@@ -270,12 +270,12 @@ def from_compiled(k: Any, cc: str | int | None = None, config: TritonConfig | No
                   seconds: float = 0.0) -> TritonKernel:
     """A TritonKernel from triton.compile's CompiledKernel (or a launched kernel); cc
     defaults to the target it was compiled for (its cubin's arch)."""
-    from occupancy.build.binaries import parse_cubin, static_shared_from_cubin
+    from occupancy.build.binaries import arch_number, parse_cubin, static_shared_from_cubin
 
     md = k.metadata
     cub = parse_cubin(k.asm["cubin"])
     if cc is None:
-        cc = int(cub.arch[3:])
+        cc = arch_number(cub.arch)
     ck = cub.kernels.get(md.name) or next(iter(cub.kernels.values()))
     cfg = config or TritonConfig((), md.num_warps, md.num_stages, getattr(md, "num_ctas", 1))
     return TritonKernel(
