@@ -92,21 +92,26 @@ def test_a_fill_and_a_lookup_keep_their_hiding() -> None:
 
 def test_a_short_run_of_each_row_opens_more_dram_rows() -> None:
     """A 2-D block's x threads times a lane's bytes is what it reads of each row: 128 B
-    opens a row a request, 64 B twice the rows a byte, a page (1 KB) or more the floor; a
-    1-D block, a loop's iteration and a warp without loads wait as before."""
-    floats = _traffic(global_loads=1.0, load_bytes=128.0)  # 4 B a lane
-    full = 1 + ROW_MISS_LATENCY * (1 - 1 / 8)
-    assert row_run_latency_factor((32, 16), floats) == pytest.approx(full)
-    assert row_run_latency_factor((16, 32), floats) == pytest.approx(1 + ROW_MISS_LATENCY * (2 - 1 / 8))
-    assert row_run_latency_factor((64, 8), floats) == pytest.approx(1 + ROW_MISS_LATENCY * (1 / 2 - 1 / 8))
+    opens a row a request, 64 B twice the rows a byte, a page (1 KB) or more the floor,
+    under 64 B (never measured) as 64; a 1-D block, a loop's iteration, a warp without
+    loads and a column walk wait as before. ROW_MISS_LATENCY 0.12 (bench/results/h200-stencil)."""
+    assert ROW_MISS_LATENCY == 0.12
+    floats = _traffic(global_loads=1.0, load_bytes=128.0, global_load_lines=1.0)  # 4 B a lane
+    assert row_run_latency_factor((32, 16), floats) == pytest.approx(1.105)
+    assert row_run_latency_factor((16, 32), floats) == pytest.approx(1.225)
+    assert row_run_latency_factor((8, 64), floats) == pytest.approx(1.225)  # clamped at 64 B
+    assert row_run_latency_factor((64, 8), floats) == pytest.approx(1.045)
     assert row_run_latency_factor((256, 2), floats) == 1.0
-    assert row_run_latency_factor((32, 4, 2), floats) == pytest.approx(full)
+    assert row_run_latency_factor((32, 4, 2), floats) == pytest.approx(1.105)
     # a float4 a lane: 32 threads read 512 B of the row
-    vec = _traffic(global_loads=1.0, load_bytes=512.0)
-    assert row_run_latency_factor((32, 8), vec) == pytest.approx(1 + ROW_MISS_LATENCY * (1 / 4 - 1 / 8))
+    vec = _traffic(global_loads=1.0, load_bytes=512.0, global_load_lines=4.0)
+    assert row_run_latency_factor((32, 8), vec) == pytest.approx(1.015)
     assert row_run_latency_factor((512,), floats) == 1.0
     assert row_run_latency_factor((512, 1), floats) == 1.0
-    assert row_run_latency_factor((32, 16), _traffic(False, global_loads=1.0, load_bytes=128.0)) == 1.0
+    column = _traffic(global_loads=1.0, load_bytes=128.0, global_load_lines=32.0)
+    assert row_run_latency_factor((32, 16), column) == 1.0
+    assert row_run_latency_factor((32, 16), _traffic(False, global_loads=1.0, load_bytes=128.0,
+                                                     global_load_lines=1.0)) == 1.0
     assert row_run_latency_factor((32, 16), _traffic(global_stores=1.0)) == 1.0
     assert row_run_latency_factor((32, 16), None) == 1.0
 
@@ -125,7 +130,8 @@ def test_a_block_one_warp_wide_waits_longer_for_dram() -> None:
                             block=block).predicted_ms
 
     assert ms((256, 2)) == pytest.approx(ms((512,)))
-    assert ms((32, 16)) > ms((64, 8)) * 1.01 > ms((256, 2)) * 1.01
+    assert ms((32, 16)) > ms((64, 8)) * 1.01
+    assert ms((64, 8)) > ms((256, 2)) * 1.01
 
 
 @pytest.mark.slow

@@ -358,22 +358,23 @@ def test_the_h200_records_meet_what_they_claim() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("record, kernel, problem", [
-    ("h200-validate/transpose-6144.json", "transpose", {"N": 6144}),
-    ("h200-validate/transpose-5000.json", "transpose", {"N": 5000}),
+@pytest.mark.parametrize("record, kernel, problem, within", [
+    ("h200-validate/transpose-6144.json", "transpose", {"N": 6144}, 0.01),
+    ("h200-validate/transpose-5000.json", "transpose", {"N": 5000}, 0.01),
     ("h200-layernorm/layernorm-4-1024-1600.json", "layernorm_forward_kernel3",
-     {"B": 4, "T": 1024, "C": 1600}),
+     {"B": 4, "T": 1024, "C": 1600}, 0.0),
     ("h200-validate/llmc-4096-1024-1024.json", "matmul_forward_kernel1",
-     {"BT": 4096, "C": 1024, "OC": 1024})])
+     {"BT": 4096, "C": 1024, "OC": 1024}, 0.0)])
 def test_model_against_the_h200_out_of_sample(record: str, kernel: str,
-                                              problem: dict[str, int]) -> None:
+                                              problem: dict[str, int], within: float) -> None:
     """Sizes the model was not calibrated on, re-predicted now: median |error| within 15%
-    and timing the model's top 3 finds the fastest measured point to within 1%
-    (bench/tuning_model_check.py does every record). Within 1%, not the fastest itself:
-    the transposes' leaders lie within a percent of each other, and docs/model.md item 51
-    (a block reading a short run of each row waits longer for DRAM, measured on this
-    project's copies) moved the fastest of four of the nine transpose records up to #1 and
-    of four down one place, 0.6-0.7% behind at 5,000 (#4)."""
+    and timing the model's top 3 finds the fastest measured point (bench/tuning_model_check.py
+    does every record); on the transposes, to within 1%. Their leaders lie within a percent
+    of each other, and docs/model.md item 51 (a block reading a short run of each row waits
+    longer for DRAM, measured on this project's copies) moved the fastest of four of
+    tuning_model_check's nine transpose records up to #1, of three down one place (0.0-0.7%
+    behind) and of one from #4 to #6 (2.3% behind, as before); here, 6,144 #2 -> #1 and
+    5,000 #3 -> #4 (0.6% behind)."""
     need_nvcc()
     manifest = {"transpose": ROOT / "examples/transpose/tune.yaml",
                 "matmul_forward_kernel1": ROOT / "examples/llmc/tune.yaml",
@@ -392,7 +393,7 @@ def test_model_against_the_h200_out_of_sample(record: str, kernel: str,
     errors = sorted(abs(p / m - 1) for p, m in pairs)
     assert errors[len(errors) // 2] <= 0.15
     fastest = min(m for _, m in pairs)
-    assert min(m for _, m in pairs[:3]) <= fastest * 1.01, (fastest, pairs[:3])
+    assert min(m for _, m in pairs[:3]) <= fastest * (1 + within), (fastest, pairs[:3])
 
 
 @pytest.mark.slow

@@ -64,9 +64,9 @@ def counts(path: Path) -> tuple[dict, dict[str, dict[str, Any]]]:
     inner = model.predict_work
 
     def spy(dev, occ, grid_blocks, flops, dram_bytes, regs, loop_mix=None, traffic=None,
-            write_share=None, grid=()):
+            write_share=None, grid=(), **kw):
         p = inner(dev, occ, grid_blocks, flops, dram_bytes, regs, loop_mix, traffic, write_share,
-                  grid)
+                  grid, **kw)
         if loop_mix and traffic is not None:
             mix = model.unit_mix(dict(loop_mix), traffic)
             fma = flops / (dev.fp32_gflops * 1e9 * model.FP32_EFFICIENCY)

@@ -91,18 +91,25 @@ def dram_reads_per_warp(traffic: Traffic | None, units: float, dram_bytes: float
 ROW_MISS_LATENCY = 0.12  # the latency's growth where a request opens a row for 128 B
 ROW_BYTES = 1024  # a run of a page's bytes opens the row once: the floor of the rows opened
 REQUEST_BYTES = 128  # a warp's request of floats
+SHORTEST_RUN_BYTES = 64  # the shortest run measured (a block 16 floats wide): not extrapolated
 
 
 def row_run_bytes(block: tuple[int, ...], traffic: Traffic | None) -> float | None:
     """The bytes a 2-D block reads of each array row: its x threads times the bytes a lane
-    loads (the x index walking the row, as a 2-D block's does). None where that is not
-    known or not measured: a 1-D block (the launch does not say in which order its warps
-    walk a row: llm.c's softmaxes give each warp its own), a loop's iteration, no loads."""
+    loads (the x index walking the row, as a 2-D block's does: a kernel that flattens a 2-D
+    block's index into one contiguous run is not told apart), at least SHORTEST_RUN_BYTES.
+    None where that is not known or not measured: a 1-D block (the launch does not say in
+    which order its warps walk a row: llm.c's softmaxes give each warp its own), a loop's
+    iteration, no loads, and loads whose lanes do not walk a row (over 4x the lines their
+    bytes fill: a column walk, whose lines the load/store roof and the sectors price)."""
     if traffic is None or not traffic.complete or not traffic.global_loads \
             or len(block) < 2 or math.prod(block[1:]) <= 1:
         return None
-    run = block[0] * traffic.load_bytes / traffic.global_loads / max(traffic.lanes, 1)
-    return run if run > 0 else None
+    per_load = traffic.load_bytes / traffic.global_loads
+    if per_load <= 0 or traffic.global_load_lines / traffic.global_loads \
+            > 4 * max(1.0, per_load / REQUEST_BYTES):
+        return None
+    return max(block[0] * per_load / max(traffic.lanes, 1), SHORTEST_RUN_BYTES)
 
 
 def row_run_latency_factor(block: tuple[int, ...], traffic: Traffic | None) -> float:
@@ -113,5 +120,5 @@ def row_run_latency_factor(block: tuple[int, ...], traffic: Traffic | None) -> f
     pass of loads: a stencil, a copy, a transpose), since that is what was measured; else 1."""
     run = row_run_bytes(block, traffic)
     if run is None:
-        return 1.0
+        return 1.0  # not a 2-D block's rows, or not measured
     return 1.0 + ROW_MISS_LATENCY * max(0.0, REQUEST_BYTES / run - REQUEST_BYTES / ROW_BYTES)
