@@ -380,10 +380,12 @@ def test_check_refuses_a_log_that_reads_as_a_relocatable_compile_without_the_fla
                         str(SAVED / "a.cu"), "-o", str(tmp_path / "a.o")],
                        capture_output=True, text=True, check=True)
     log = tmp_path / "a.log"
-    log.write_text(r.stdout + r.stderr)
+    rdc_log = r.stdout + r.stderr
+    log.write_text(rdc_log)
     m = tmp_path / "m.yaml"
     m.write_text(f"devices: [h100]\nkernels:\n  - name: k_spill\n    ptxas_log: {log}\n"
                  "    block: [256]\n")
+    (m.parent / "spill.yaml").write_text(m.read_text())
     (v,) = evaluate(load_manifest(m), CheckResolver())
     assert v.status == "error" and "relocatable compile" in v.problems[0], v.problems
     # a -G build also compiles a function on its own, but its kernel prints the cumulative
@@ -397,10 +399,19 @@ def test_check_refuses_a_log_that_reads_as_a_relocatable_compile_without_the_fla
     r = subprocess.run([nvcc, "-G", "-arch=sm_90", "-Xptxas", "-v", "-cubin", str(g), "-o",
                         str(tmp_path / "g.cubin")], capture_output=True, text=True, check=True)
     assert "cumulative stack" in r.stdout + r.stderr
-    log.write_text(r.stdout + r.stderr)
+    g_log = r.stdout + r.stderr
+    log.write_text(g_log)
     m.write_text(m.read_text().replace("name: k_spill", "name: k_g"))
     (v,) = evaluate(load_manifest(m), CheckResolver())
     assert v.status != "error", v.problems
+    # judged per compile (attack run): the -G build's log appended to the -rdc one's, in
+    # either order, neither clears k_spill nor refuses k_g
+    for both in (rdc_log + g_log, g_log + rdc_log):
+        log.write_text(both)
+        (v,) = evaluate(load_manifest(m), CheckResolver())
+        assert v.status != "error", v.problems
+        (v,) = evaluate(load_manifest(m.parent / "spill.yaml"), CheckResolver())
+        assert v.status == "error" and "relocatable compile" in v.problems[0], v.problems
 
 
 @pytest.mark.slow

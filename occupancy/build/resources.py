@@ -122,12 +122,14 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
     arch = ""
     entry: dict[str, str] = {}  # arch -> the kernel whose compile ptxas is reporting
     callees = _Callees(relocatable or bool(_NVLINK_PROPS.search(text)))
+    compiles = _Compiles(relocatable)
     for number, line in enumerate(text.splitlines(), 1):
         if _TOO_LONG.search(line):
             raise OccupancyError(f"{label or 'ptxas output'}: line {number}: a number of over 12 "
                                  "digits where ptxas writes a resource count: not a ptxas log")
         if _GMEM.search(line):
             entry.clear()  # a compile of its own begins: no kernel reported in it yet
+            compiles.begin(callees.alone)
         if _COMPILE_TIME.search(line):
             callees.compiled()
         m = _ENTRY.search(line)
@@ -135,6 +137,7 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
             arch = m.group(2)
             current = (arch, m.group(1))
             entry[arch] = m.group(1)
+            compiles.holds(current)
             callees.restart(arch, m.group(1))
             found.setdefault(current, {})
             continue
@@ -163,6 +166,7 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
                                   bars=int(bars.group(1)) if bars else 0)
             if cumulative := _CUMULATIVE.search(rest):
                 found[current]["total_stack"] = int(cumulative.group(1))
+                compiles.cumulative()
     sections: LogSections = {}
     # functions compiled on their own that spill: which kernels call them, the log does not say
     # per arch, with a compile that names none (device functions only) in each
@@ -170,9 +174,10 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
     loose = {a: tuple(dict.fromkeys([*by_arch.get(a, {}), *by_arch.get("", {})]))[:UNATTRIBUTED_SHOWN]
              for a in {a for a, _ in found}}
     # -G compiles each function on its own too, but there a kernel that calls one reports
-    # the cumulative stack; an -rdc compile never does (its callees may be in other files)
-    any_cumulative = any("total_stack" in v for v in found.values())
-    before_link = callees.relocatable and not _NVLINK_PROPS.search(text) and not any_cumulative
+    # the cumulative stack; an -rdc compile never does (its callees may be in other files).
+    # Judged per compile (a log of several files' builds holds whole-program ones beside)
+    compiles.begin(callees.alone)
+    linked = bool(_NVLINK_PROPS.search(text))
     for (arch, name), v in found.items():
         if "regs" not in v:
             continue
@@ -184,9 +189,10 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
             v.get("loads", 0) + sum(c[2] for c in called), None, f"{label} {arch}".strip(),
             spilling_callees=tuple(dict.fromkeys(c[0] for c in called)),
             # a -G log's kernel without a cumulative stack calls no function with a frame, and
-            # one that spills has a frame; an -rdc log prints no cumulative stack at all
-            unattributed_spills=loose[arch] if not any_cumulative or "total_stack" in v else (),
-            before_link=before_link)
+            # one that spills has a frame; an -rdc compile prints no cumulative stack at all
+            unattributed_spills=loose[arch] if not compiles.has_cumulative((arch, name))
+            or "total_stack" in v else (),
+            before_link=not linked and compiles.before_link((arch, name)))
     return _with_nvlink(text, sections, label)
 
 
@@ -257,6 +263,44 @@ def with_callee_spills(res: KernelResources, calls: dict[str, tuple[str, ...]],
                    spilling_callees=tuple(fn for fn, _ in called))
 
 
+class _Compiles:
+    """Which compile of a log (each begins with its `N bytes gmem` line: a file for an arch)
+    reports each kernel, and per compile whether a function was compiled on its own in it
+    and whether a kernel printed its cumulative stack: a log of several builds appended
+    holds relocatable and whole-program compiles side by side. A log cut without those
+    lines is one compile."""
+
+    def __init__(self, relocatable: bool) -> None:
+        self.relocatable = relocatable  # said so by the caller: every compile is
+        self.index = 0
+        self.started_at = 0  # _Callees.alone when this compile began
+        self.alone: set[int] = set()  # compiles with a function compiled on its own
+        self.with_cumulative: set[int] = set()
+        self.of: dict[tuple[str, str], int] = {}  # (arch, kernel) -> its (last) compile
+
+    def begin(self, alone_so_far: int) -> None:
+        """The compile so far ends (also called at the log's end)."""
+        if alone_so_far > self.started_at:
+            self.alone.add(self.index)
+        self.index += 1
+        self.started_at = alone_so_far
+
+    def holds(self, kernel: tuple[str, str]) -> None:
+        self.of[kernel] = self.index
+
+    def cumulative(self) -> None:
+        self.with_cumulative.add(self.index)
+
+    def has_cumulative(self, kernel: tuple[str, str]) -> bool:
+        return self.of.get(kernel, -1) in self.with_cumulative
+
+    def before_link(self, kernel: tuple[str, str]) -> bool:
+        """Its compile reads as relocatable: functions compiled on their own in it (or the
+        caller said so) and no kernel's cumulative stack."""
+        i = self.of.get(kernel, -1)
+        return (self.relocatable or i in self.alone) and i not in self.with_cumulative
+
+
 class _Callees:
     """The device functions whose spills a kernel's own line leaves out. A whole-program
     build clones each function a kernel calls into that kernel, and ptxas reports the
@@ -273,6 +317,7 @@ class _Callees:
         # functions compiled on their own (-rdc, -G): said so, or a function reported
         # before any kernel of its compile or with its own `Compile time`
         self.relocatable = relocatable
+        self.alone = 0  # the functions seen compiled on their own so far (per compile: _Compiles)
         self.own: set[tuple[str, str]] = set()  # kernels whose own report was read
         self.last: list[Any] | None = None
         self.in_function = False  # the block being read is a device function's
@@ -289,6 +334,7 @@ class _Callees:
         own (-rdc, -G), not cloned into the kernel before it."""
         if self.in_function:
             self.relocatable = True
+            self.alone += 1
 
     def open(self, arch: str, kernel: str | None, name: str) -> None:
         """A `Function properties for NAME` block while ptxas reports `kernel`."""
@@ -296,6 +342,7 @@ class _Callees:
         self.in_function = kernel is None or name != kernel or (arch, kernel) in self.own
         if kernel is None:
             self.relocatable = True
+            self.alone += 1
         elif not self.in_function:
             self.own.add((arch, kernel))
         else:
