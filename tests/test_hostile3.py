@@ -328,3 +328,98 @@ def test_a_root_owned_repository_s_link_to_nvcc_runs_the_install_s_own(
     monkeypatch.delenv("CUDA_PATH", raising=False)
     got = keys.parse_compilers({"sm_90": "tools/nvcc"}, tmp_path / "repo", 1)["sm_90"]
     assert got == os.path.realpath(nvcc) and not got.startswith(str(tmp_path))
+
+
+def _cubin(tmp_path: Path, arch: str = "sm_90a") -> bytes:
+    import subprocess
+
+    from occupancy.build.compilers import nvcc_path
+
+    need(nvcc_path(), "nvcc")
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(int* p) { p[threadIdx.x] = 1; }\n")
+    subprocess.run([str(nvcc_path()), f"-arch={arch}", "-cubin", str(src), "-o",
+                    str(tmp_path / "k.cubin")], check=True, capture_output=True)
+    return (tmp_path / "k.cubin").read_bytes()
+
+
+def _with_sections(elf: bytes, name: str, count: int, blob: bytes) -> bytes:
+    """`elf` with `count` more section headers named `name` (an existing section name), all
+    over one `blob` appended to the file."""
+    import struct
+
+    shoff = struct.unpack_from("<Q", elf, 0x28)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+    table = elf[shoff:shoff + shentsize * shnum]
+    names = [struct.unpack_from("<IIQQQQIIQQ", table, i * shentsize) for i in range(shnum)]
+    str_off = names[shstrndx][4]
+    name_at = next(h[0] for h in names if elf[str_off + h[0]:].startswith(name.encode() + b"\0"))
+    blob_at = len(elf)
+    new_table = len(elf) + len(blob)
+    extra = b"".join(struct.pack("<IIQQQQIIQQ", name_at, 0x70000000, 0, 0, blob_at, len(blob),
+                                 0, 0, 4, 0) for _ in range(count))
+    out = bytearray(elf + blob + table + extra)
+    struct.pack_into("<Q", out, 0x28, new_table)
+    struct.pack_into("<H", out, 0x3C, shnum + count)
+    return bytes(out)
+
+
+@pytest.mark.slow
+def test_sections_over_one_blob_and_a_table_of_none_are_one_error_line(tmp_path: Path) -> None:
+    """Attack run, stop 52: 1,000 `.nv.compat` headers over one megabyte of records took 97 s
+    (each read again), one of 60 MB 2 GB; 1,000 `.nv.info` headers over one blob are the same
+    attack on the older reader; a section table of none was an IndexError traceback."""
+    elf = _cubin(tmp_path)
+    records = b"\x02\x0a\x00\x00" * (1 << 18)  # a megabyte of 4-byte records
+    for name in (".nv.compat", ".nv.info"):
+        bad = tmp_path / f"many{name}.cubin"
+        bad.write_bytes(_with_sections(elf, name, 1000, records))
+        r, took = run(["resources", str(bad)], tmp_path)
+        assert "Traceback" not in r.stderr and took < 20, (took, r.stderr[-300:])
+        assert r.returncode == 0 or (r.returncode == 2 and "overlap" in r.stderr), r.stderr
+    big = tmp_path / "big.cubin"
+    big.write_bytes(_with_sections(elf, ".nv.compat", 1, records * 60))
+    r, took = run(["resources", str(big)], tmp_path)
+    assert r.returncode == 0 and "sm_90a" in r.stdout and took < 20, (took, r.stderr[-300:])
+    none = bytearray(elf)
+    none[0x3C:0x40] = b"\x00\x00\x00\x00"  # no sections, the names' index 0
+    (tmp_path / "none.cubin").write_bytes(bytes(none))
+    r, _ = run(["resources", str(tmp_path / "none.cubin")], tmp_path)
+    one_error_line(r)
+    assert "malformed ELF section table" in r.stderr
+
+
+def test_a_name_that_nests_back_references_is_not_demangled_for_minutes() -> None:
+    """Attack run, stop 52: a 300-byte name whose back-references nest doubles c++filt's
+    output each level (60 s and 1 GB at 32 levels). The demangler runs under a small share
+    of time, memory and output; the names then stay as they are."""
+    import time
+
+    from occupancy.build.compilers import _demangler, demangle
+
+    need(_demangler(), "a demangler (c++filt)")
+    def ref(i: int) -> str:  # S0_, then S<i in base 36>_
+        digits, out = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ", ""
+        while True:
+            out, i = digits[i % 36] + out, i // 36
+            if not i:
+                return f"S{out}_"
+
+    bomb = "_Z1f1AIiE" + "".join(f"S_I{'S0_' if i == 0 else ref(i)}{'S0_' if i == 0 else ref(i)}E"
+                                 for i in range(32))
+    t0 = time.monotonic()
+    got = demangle([bomb, "_Z6kernelPf"])
+    assert time.monotonic() - t0 < 30
+    assert len(got[bomb]) < 100_000
+
+
+def test_a_file_namespace_that_leaves_a_line_starting_with_colons_stays_whole() -> None:
+    """Attack run, stop 52: `_ZN16_INTERNAL_a_cu_0E::::error::pwned` demangled and cut at its
+    file namespace left `::error::pwned`, a CI workflow command at a line's start; a table
+    showed the kernel as `[file-local]` alone. Such a name keeps its namespace."""
+    from occupancy.build.compilers import _internal_named
+
+    assert _internal_named("_INTERNAL_a_cu_0::::error::pwned") == "_INTERNAL_a_cu_0::::error::pwned"
+    assert _internal_named("_INTERNAL_a_cu_0::") == "_INTERNAL_a_cu_0::"
+    assert _internal_named("_INTERNAL_a7ac0bb9_5_st_cu_09a87968::heavy(float const*, int)") \
+        == "heavy(float const*, int) [file-local]"

@@ -31,6 +31,7 @@ EIATTR_NUM_BARRIERS = 0x4C
 EIATTR_CTA_PER_CLUSTER = 0x3D  # __cluster_dims__(x, y, z), sm_90+
 EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
 COMPAT_ARCH_SPECIFIC = 0x09  # a .nv.compat record: 1 for an arch-specific (sm_XXa) build
+COMPAT_BYTES = 1024  # of .nv.compat read (nvcc 13 writes 36)
 
 _SHT_SYMTAB, _SHT_NOBITS = 2, 8
 _ET_REL = 1
@@ -106,7 +107,7 @@ def _sections(data: bytes) -> tuple[list[tuple[str, _Section]], Callable[[_Secti
         raise OccupancyError("not a 64-bit little-endian ELF (a cubin)")
     shoff = _u("<Q", data, 0x28)[0]
     shentsize, shnum, shstrndx = _u("<HHH", data, 0x3A)
-    if shentsize < 64 or shnum > 65535 or shstrndx >= max(shnum, 1):
+    if shentsize < 64 or not 0 < shnum <= 65535 or shstrndx >= shnum:
         raise OccupancyError("malformed ELF section table")
     sections = []
     for i in range(shnum):
@@ -114,6 +115,7 @@ def _sections(data: bytes) -> tuple[list[tuple[str, _Section]], Callable[[_Secti
             "<IIQQQQIIQQ", data, shoff + i * shentsize)
         sections.append((name, typ, off, size, link, info, entsize))
     str_off, str_size = sections[shstrndx][2], sections[shstrndx][3]
+    read = [0]  # bytes handed out: sections that all name the same megabyte re-read it
 
     def section_name(off: int) -> str:
         start = str_off + off
@@ -128,6 +130,9 @@ def _sections(data: bytes) -> tuple[list[tuple[str, _Section]], Callable[[_Secti
             return b""
         if off + size > len(data):
             raise OccupancyError("truncated ELF section")
+        read[0] += size
+        if read[0] > 2 * len(data):  # each section is read once, and they do not overlap
+            raise OccupancyError("malformed ELF: its sections overlap")
         return data[off:off + size]
 
     return [(section_name(s[0]), s) for s in sections], body
@@ -138,10 +143,11 @@ def elf_arch(data: bytes) -> str:
     sm_90's do; its `.nv.compat` records say which (attribute 9 is 1; nvcc 13)."""
     arch = cubin_arch(data)
     named, body = _sections(data)
-    for name, sec in named:
-        if name == ".nv.compat" and any(attr == COMPAT_ARCH_SPECIFIC and val[:1] == b"\x01"
-                                        for attr, val in _records(body(sec))):
-            return arch + "a"
+    compat = next((sec for name, sec in named if name == ".nv.compat"), None)
+    if compat is not None:  # the first only, and its first records: a handful in a real one
+        for attr, val in _records(body(compat)[:COMPAT_BYTES]):
+            if attr == COMPAT_ARCH_SPECIFIC:
+                return arch + "a" if val[:1] == b"\x01" else arch
     return arch
 
 

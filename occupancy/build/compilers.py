@@ -303,7 +303,12 @@ def _internal_named(demangled: str) -> str:
     """A demangled name without the file's namespace an -rdc compile gives a file-local
     function (one scan: a symbol is input), marked `[file-local]`."""
     plain = _INTERNAL.sub("", demangled, count=1)
-    return plain if plain == demangled else f"{plain} [file-local]"
+    if plain == demangled or not plain or plain.startswith(":"):  # a name, not a `::x` line
+        return demangled
+    return f"{plain} [file-local]"
+
+
+DEMANGLED_LIMIT = 16 << 20  # bytes of demangled names a run may write
 
 
 def demangle(names: Sequence[str]) -> dict[str, str]:
@@ -320,7 +325,10 @@ def demangle(names: Sequence[str]) -> dict[str, str]:
     try:
         from occupancy.build.run import run_tool
 
-        r = run_tool([exe], stdin="\n".join(todo) + "\n", timeout=60)
+        # a name of a few hundred bytes whose back-references nest demangles to gigabytes:
+        # a small share of time, memory and output, else the names stay as they are
+        r = run_tool([exe], stdin="\n".join(todo) + "\n", timeout=5, memory=512 << 20,
+                     output=DEMANGLED_LIMIT)
     except (OSError, subprocess.TimeoutExpired):
         return out
     lines = [_internal_named(x) for x in r.stdout.splitlines()]

@@ -99,13 +99,14 @@ class Terminated(BaseException):
         self.exit_code = 128 + signum
 
 
-def _limits(memory: int, cpu_s: int) -> Callable[[], None]:
+def _limits(memory: int, cpu_s: int, output: int = 0) -> Callable[[], None]:
     import resource  # here, in the parent: the child imports nothing (and most runs fork none)
 
     def apply() -> None:  # runs in the child, between fork and exec
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
         for res, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu_s),
-                           (resource.RLIMIT_FSIZE, OUTPUT_LIMIT), (resource.RLIMIT_CORE, 0)):
+                           (resource.RLIMIT_FSIZE, output or OUTPUT_LIMIT),
+                           (resource.RLIMIT_CORE, 0)):
             soft, hard = resource.getrlimit(res)
             cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
             resource.setrlimit(res, (cap, cap))
@@ -134,9 +135,11 @@ def _read(f: object, limit: int = OUTPUT_LIMIT) -> str:
 
 def run_tool(cmd: Sequence[str], *, timeout: float, memory: int = TOOL_MEMORY,
              cwd: str | None = None, stdin: str | None = None,
-             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+             env: dict[str, str] | None = None,
+             output: int = OUTPUT_LIMIT) -> subprocess.CompletedProcess[str]:
     """Run a tool to completion under limits; its group is killed on a timeout, an error
-    or a signal. Raises subprocess.TimeoutExpired and OSError as subprocess.run does."""
+    or a signal. Raises subprocess.TimeoutExpired and OSError as subprocess.run does.
+    `output`: the bytes any file it writes may hold, its stdout and stderr included."""
     import subprocess
     import tempfile
 
@@ -151,7 +154,7 @@ def run_tool(cmd: Sequence[str], *, timeout: float, memory: int = TOOL_MEMORY,
                 raise OSError(errno.ECANCELED, "interrupted")
             proc = subprocess.Popen(list(cmd), stdin=inp if stdin is not None else subprocess.DEVNULL,
                                     stdout=out, stderr=err, cwd=cwd, env=env, start_new_session=True,
-                                    preexec_fn=_limits(memory, int(timeout) + 1))
+                                    preexec_fn=_limits(memory, int(timeout) + 1, output))
             _live.add(proc.pid)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
@@ -161,7 +164,7 @@ def run_tool(cmd: Sequence[str], *, timeout: float, memory: int = TOOL_MEMORY,
             _end_group(proc.pid)  # stragglers too, and everything on a timeout or a signal
             proc.wait()
             _live.discard(proc.pid)
-        return subprocess.CompletedProcess(list(cmd), rc, _read(out), _read(err))
+        return subprocess.CompletedProcess(list(cmd), rc, _read(out, output), _read(err, output))
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int:
