@@ -123,6 +123,27 @@ def test_floor_problem_names_the_fix(tmp_path: Path) -> None:
                           "registers for 8 blocks)",)
 
 
+def test_a_block_dimension_over_cuda_s_limits_cannot_launch(tmp_path: Path) -> None:
+    """Attack run, stop 52: a block of [2, 2, 65] (260 threads) passed, and `tile` ranked
+    such shapes, but CUDA's maxThreadsDim is 1024 x 1024 x 64: the launch fails."""
+    p = tmp_path / "m.yaml"
+    shapes = ("[2, 2, 65]", "[1, 1025, 1]", "[4, 4, 64]", "[1, 1024]", "[1024, 1, 1]")
+    p.write_text("kernels:\n" + "".join(f"  - name: k{i}\n    block: {b}\n    registers: 32\n"
+                                         f"    devices: [h100]\n" for i, b in enumerate(shapes)))
+    v = {x.kernel: x for x in evaluate(load_manifest(p))}
+    assert not v["k0"].ok and v["k0"].problems == (
+        "a block's z dimension of 65 exceeds CUDA's maximum of 64 (maxThreadsDim 1024 x 1024 "
+        "x 64)",)
+    assert not v["k1"].ok and "y dimension of 1025" in " ".join(v["k1"].problems)
+    assert v["k2"].ok and v["k3"].ok and v["k4"].ok, [v[k].problems for k in ("k2", "k3", "k4")]
+    # the solver as `tile` calls it for a point of a space: not launchable, no blocks
+    from occupancy.core.solver import solve
+
+    r = solve(load_device("h200"), 260, 32, block=(2, 2, 65))
+    assert not r.launchable and r.active_blocks_per_sm == 0
+    assert solve(load_device("h200"), 256, 32, block=(4, 1, 64)).launchable
+
+
 def run_check(*args: str) -> object:
     return CliRunner().invoke(main, ["check", *args], env={"COLUMNS": "120"})
 

@@ -6,7 +6,7 @@ a new GPU is a new YAML file, never a code change here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -321,6 +321,21 @@ def _combine(dev: Device, warps: int, threads: int, reg: _RegLimit, smem: _SmemL
     return limits, active
 
 
+# cudaDeviceProp.maxThreadsDim: the same on every compute capability from 2.0 to 12.x
+MAX_BLOCK_DIMS = (1024, 1024, 64)
+
+
+def block_shape_problem(block: Sequence[int]) -> str | None:
+    """Why a block of this shape cannot launch whatever its thread count: a dimension over
+    CUDA's maxThreadsDim (x and y 1,024, z 64)."""
+    for axis, n, most in zip("xyz", block, MAX_BLOCK_DIMS, strict=False):
+        if n > most:
+            return (f"a block's {axis} dimension of {n} exceeds CUDA's maximum of {most} "
+                    f"(maxThreadsDim {MAX_BLOCK_DIMS[0]} x {MAX_BLOCK_DIMS[1]} x "
+                    f"{MAX_BLOCK_DIMS[2]})")
+    return None
+
+
 def _launch_problems(dev: Device, threads: int, reg: _RegLimit, smem: _SmemLimit,
                      barrier_blocks: int | None, block_barriers: int) -> list[str]:
     """Why a block cannot launch at all, in the order the result lists them."""
@@ -363,7 +378,8 @@ def solve(dev: Device, threads_per_block: int,
           block_barriers: int = 1, opt_in: bool = True,
           partitioned_global_caching: bool = False, virtual_resources: int = 0,
           cluster: tuple[int, int, int] | None = None,
-          grid: tuple[int, ...] | None = None) -> OccupancyResult:
+          grid: tuple[int, ...] | None = None,
+          block: tuple[int, ...] | None = None) -> OccupancyResult:
     """Active blocks per SM and everything that decides it.
 
     opt_in: the kernel raises cudaFuncAttributeMaxDynamicSharedMemorySize where it needs
@@ -395,6 +411,9 @@ def solve(dev: Device, threads_per_block: int,
         problems.append(f"a block of {threads} threads exceeds the kernel's launch bound of "
                         f"{max_threads_per_block} (__launch_bounds__); the occupancy API "
                         "ignores launch bounds, but this launch fails")
+        active, limiters = 0, frozenset()
+    if block is not None and (shape := block_shape_problem(block)):
+        problems.append(shape)  # the occupancy API takes threads, not the shape
         active, limiters = 0, frozenset()
     notes += _smem_notes(dev, smem, static, dynamic)
     cluster_result = None

@@ -63,7 +63,7 @@ def verdict(spec: KernelSpec, dev: Device, res: KernelResources) -> Verdict:
     barriers = spec.barriers if spec.barriers is not None else max(res.barriers, 1)
     r = solve(dev, spec.threads, regs, static, spec.dynamic_shared_memory, spec.carveout, bound,
               barriers, opt_in=spec.opt_in_shared_memory, virtual_resources=spec.virtual_resources,
-              cluster=spec.cluster or res.cluster_dims, grid=spec.grid)
+              cluster=spec.cluster or res.cluster_dims, grid=spec.grid, block=spec.block)
     problems = list(r.cannot_launch)
     if r.launchable and r.occupancy < spec.min_occupancy:
         limiter = limiters(r.limiters)

@@ -224,7 +224,7 @@ def _rank_points(spec: TuneSpec, dev: Device, pts: Sequence[Point]) -> list[Rank
         else:
             occ = solve(dev, pt.threads, res.registers_per_thread, res.static_shared_memory,
                         pt.dynamic_shared_memory, spec.carveout, res.max_threads_per_block,
-                        max(res.barriers, 1))
+                        max(res.barriers, 1), block=tuple(pt.block))
         reasons = list(occ.cannot_launch)
         if res.spills:
             reasons.append(f"spills {res.spill_stores_bytes} B / {res.spill_loads_bytes} B per "
