@@ -195,4 +195,7 @@ def test_tile_names_blocks_that_read_short_runs_of_each_row() -> None:
     assert f"{1 + ROW_MISS_LATENCY * (2 - 1 / 8):.2f}x the latency" in said[0]
     assert findings([point(32, 16), point(32, 32)], h200) == []  # all alike: nothing sets them apart
     assert findings([point(256, 2), point(512, 1)], h200) == []  # 1-D and long runs
-    assert len(findings([point(32, 16), point(64, 8)], h200)) == 1  # 128 B against 256
+    said = findings([point(32, 16), point(64, 8)], h200)  # 128 B against 256
+    assert len(said) == 1 and "BX=32 BY=16 reads 128 B of each row" in said[0]
+    said = findings([point(16, 32), point(8, 64), point(256, 2)], h200)  # 32 B read as 64
+    assert "as narrow as BX=8 BY=64 reads 32 B (priced as 64 B) of each row" in said[0]

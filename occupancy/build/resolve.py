@@ -127,9 +127,11 @@ class CheckResolver:
         names = {k: (v.demangled or k) for k, v in found.items()}
         mangled = match_kernel(spec.function or spec.name, names, where, self._macros(spec))
         # a log with -rdc in the entry's flags, or one that reads as a relocatable compile's
-        # (functions compiled on their own, no kernel's cumulative stack, no nvlink report)
-        if spec.ptxas_log and (is_rdc(spec.flags) or found[mangled].before_link) \
-                and not found[mangled].linked:
+        # (functions compiled on their own, no kernel's cumulative stack, no nvlink report),
+        # unless the flags say -G (whose kernels that call no function with a frame print
+        # no cumulative stack either)
+        seems = found[mangled].before_link and "-G" not in spec.flags
+        if spec.ptxas_log and (is_rdc(spec.flags) or seems) and not found[mangled].linked:
             raise OccupancyError(f"{where}: {RDC_LOG_ERROR}")
         return replace(found[mangled], demangled=names[mangled])
 

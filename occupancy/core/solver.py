@@ -412,8 +412,11 @@ def solve(dev: Device, threads_per_block: int,
                         f"{max_threads_per_block} (__launch_bounds__); the occupancy API "
                         "ignores launch bounds, but this launch fails")
         active, limiters = 0, frozenset()
-    if block is not None and (shape := block_shape_problem(block)):
-        problems.append(shape)  # the occupancy API takes threads, not the shape
+    # the occupancy API takes threads, not the shape: z's 64 is the limit a block under the
+    # thread limit can break (x's and y's 1,024 are the thread limit's, already said)
+    if block is not None and threads <= dev.max_threads_per_block \
+            and (shape := block_shape_problem(block)):
+        problems.append(shape)
         active, limiters = 0, frozenset()
     notes += _smem_notes(dev, smem, static, dynamic)
     cluster_result = None

@@ -94,10 +94,11 @@ REQUEST_BYTES = 128  # a warp's request of floats
 SHORTEST_RUN_BYTES = 64  # the shortest run measured (a block 16 floats wide): not extrapolated
 
 
-def row_run_bytes(block: tuple[int, ...], traffic: Traffic | None) -> float | None:
+def row_run_bytes(block: tuple[int, ...], traffic: Traffic | None,
+                  least: float = SHORTEST_RUN_BYTES) -> float | None:
     """The bytes a 2-D block reads of each array row: its x threads times the bytes a lane
     loads (the x index walking the row, as a 2-D block's does: a kernel that flattens a 2-D
-    block's index into one contiguous run is not told apart), at least SHORTEST_RUN_BYTES.
+    block's index into one contiguous run is not told apart), at least `least`.
     None where that is not known or not measured: a 1-D block (the launch does not say in
     which order its warps walk a row: llm.c's softmaxes give each warp its own), a loop's
     iteration, no loads, and loads whose lanes do not walk a row (over 4x the lines their
@@ -109,7 +110,7 @@ def row_run_bytes(block: tuple[int, ...], traffic: Traffic | None) -> float | No
     if per_load <= 0 or traffic.global_load_lines / traffic.global_loads \
             > 4 * max(1.0, per_load / REQUEST_BYTES):
         return None
-    return max(block[0] * per_load / max(traffic.lanes, 1), SHORTEST_RUN_BYTES)
+    return max(block[0] * per_load / max(traffic.lanes, 1), least)
 
 
 def row_run_latency_factor(block: tuple[int, ...], traffic: Traffic | None) -> float:

@@ -20,7 +20,7 @@ from occupancy.core.words import limiters, pct
 from occupancy.inputs.manifest.tuning import TuneSpec
 from occupancy.inputs.safety import inert
 from occupancy.tune.constwalk import unpriced_walk
-from occupancy.tune.inflight import row_run_bytes, row_run_latency_factor
+from occupancy.tune.inflight import SHORTEST_RUN_BYTES, row_run_bytes, row_run_latency_factor
 from occupancy.tune.leaders import describe, leaders
 from occupancy.tune.model import (
     MEASURED_ON,
@@ -277,13 +277,14 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
                    "all but a row's partial last one.")
 
     short = [(run, r) for r in ranked
-             if (run := row_run_bytes(tuple(r.point.block), r.traffic)) is not None]
+             if (run := row_run_bytes(tuple(r.point.block), r.traffic, least=0)) is not None]
     if short and min(run for run, _ in short) <= 256 \
             and max(run for run, _ in short) >= 2 * min(run for run, _ in short):
         run, r = min(short, key=lambda x: x[0])
         k = sum(1 for v, _ in short if v <= 256)
+        least = f" (priced as {SHORTEST_RUN_BYTES} B)" if run < SHORTEST_RUN_BYTES else ""
         out.append(f"Short runs of each row in {k} of {n} points: a block as narrow as "
-                   f"{inert(r.label)} reads {run:.0f} B of each row it loads, so more of its "
+                   f"{inert(r.label)} reads {run:.0f} B{least} of each row it loads, so more of its "
                    "DRAM requests open a DRAM row and wait longer (priced in the DRAM roof: "
                    f"{row_run_latency_factor(tuple(r.point.block), r.traffic):.2f}x the "
                    "latency; blocks reading 1 KB or more of a row pay nothing; docs/model.md "
