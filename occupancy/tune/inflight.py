@@ -77,7 +77,6 @@ def dram_reads_per_warp(traffic: Traffic | None, units: float, dram_bytes: float
                traffic.load_bytes / traffic.global_loads)
 
 
-
 # A DRAM row (an HBM page, 1 KB) that a request opens serves the requests after it sooner
 # than one it must open: where a 2-D block's rows read a short run of each array row, more
 # of its requests open a row, and each waits longer (HBM3's precharge and activate, ~28 ns,

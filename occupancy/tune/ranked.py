@@ -240,9 +240,8 @@ def findings(ranked: Sequence[Ranked], dev: Device) -> list[str]:
     (128-byte lines per load; 1 is a warp of floats in one line) and stores whose ends leave
     sectors partly written (a row off its sectors; docs/model.md item 33); 2-D blocks that
     read 256 B or less of each row where others read twice as much (item 51); and, from the
-    SASS, the
-    points with a cost the model names and does not price (`doubts`: a k loop kept rolled, a
-    walked __constant__ table)."""
+    SASS, the points with a cost the model names and does not price (`doubts`: a k loop kept
+    rolled, a walked __constant__ table)."""
     out = []
     n = len(ranked)
 
