@@ -173,10 +173,7 @@ def parse_ptxas_log(text: str, label: str = "ptxas log", relocatable: bool = Fal
     by_arch = spills_by_arch(text) if callees.relocatable else {}
     loose = {a: tuple(dict.fromkeys([*by_arch.get(a, {}), *by_arch.get("", {})]))[:UNATTRIBUTED_SHOWN]
              for a in {a for a, _ in found}}
-    # -G compiles each function on its own too, but there a kernel that calls one reports
-    # the cumulative stack; an -rdc compile never does (its callees may be in other files).
-    # Judged per compile (a log of several files' builds holds whole-program ones beside)
-    compiles.begin(callees.alone)
+    compiles.begin(callees.alone)  # the last compile ends
     linked = bool(_NVLINK_PROPS.search(text))
     for (arch, name), v in found.items():
         if "regs" not in v:
@@ -268,7 +265,9 @@ class _Compiles:
     reports each kernel, and per compile whether a function was compiled on its own in it
     and whether a kernel printed its cumulative stack: a log of several builds appended
     holds relocatable and whole-program compiles side by side. A log cut without those
-    lines is one compile."""
+    lines is one compile. -G compiles each function on its own too, but there a kernel that
+    calls one reports the cumulative stack; an -rdc compile never does (its callees may be
+    in other files)."""
 
     def __init__(self, relocatable: bool) -> None:
         self.relocatable = relocatable  # said so by the caller: every compile is

@@ -6,13 +6,13 @@ a new GPU is a new YAML file, never a code change here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from occupancy.core.device import Device
 from occupancy.core.errors import OccupancyError
-from occupancy.core.limits import DEFAULT_REGISTERS_PER_THREAD, INT32_MAX
+from occupancy.core.limits import DEFAULT_REGISTERS_PER_THREAD, INT32_MAX, block_shape_problem
 
 if TYPE_CHECKING:
     from occupancy.core.clusters import ClusterResult
@@ -321,21 +321,6 @@ def _combine(dev: Device, warps: int, threads: int, reg: _RegLimit, smem: _SmemL
     return limits, active
 
 
-# cudaDeviceProp.maxThreadsDim: the same on every compute capability from 2.0 to 12.x
-MAX_BLOCK_DIMS = (1024, 1024, 64)
-
-
-def block_shape_problem(block: Sequence[int]) -> str | None:
-    """Why a block of this shape cannot launch whatever its thread count: a dimension over
-    CUDA's maxThreadsDim (x and y 1,024, z 64)."""
-    for axis, n, most in zip("xyz", block, MAX_BLOCK_DIMS, strict=False):
-        if n > most:
-            return (f"a block's {axis} dimension of {n} exceeds CUDA's maximum of {most} "
-                    f"(maxThreadsDim {MAX_BLOCK_DIMS[0]} x {MAX_BLOCK_DIMS[1]} x "
-                    f"{MAX_BLOCK_DIMS[2]})")
-    return None
-
-
 def _launch_problems(dev: Device, threads: int, reg: _RegLimit, smem: _SmemLimit,
                      barrier_blocks: int | None, block_barriers: int) -> list[str]:
     """Why a block cannot launch at all, in the order the result lists them."""
@@ -412,11 +397,8 @@ def solve(dev: Device, threads_per_block: int,
                         f"{max_threads_per_block} (__launch_bounds__); the occupancy API "
                         "ignores launch bounds, but this launch fails")
         active, limiters = 0, frozenset()
-    # the occupancy API takes threads, not the shape: z's 64 is the limit a block under the
-    # thread limit can break (x's and y's 1,024 are the thread limit's, already said)
-    if block is not None and threads <= dev.max_threads_per_block \
-            and (shape := block_shape_problem(block)):
-        problems.append(shape)
+    if shape := block_shape_problem(block or (), threads, dev.max_threads_per_block):
+        problems.append(shape)  # the occupancy API takes threads, not the shape
         active, limiters = 0, frozenset()
     notes += _smem_notes(dev, smem, static, dynamic)
     cluster_result = None
