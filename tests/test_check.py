@@ -142,6 +142,8 @@ def test_a_block_dimension_over_cuda_s_limits_cannot_launch(tmp_path: Path) -> N
     r = solve(load_device("h200"), 260, 32, block=(2, 2, 65))
     assert not r.launchable and r.active_blocks_per_sm == 0
     assert solve(load_device("h200"), 256, 32, block=(4, 1, 64)).launchable
+    r = CliRunner().invoke(main, ["calc", "-d", "h100", "-t", "2x2x65", "-r", "32"])
+    assert "z dimension of 65" in r.output, r.output
 
 
 def run_check(*args: str) -> object:

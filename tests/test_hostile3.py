@@ -375,12 +375,12 @@ def test_sections_over_one_blob_and_a_table_of_none_are_one_error_line(tmp_path:
         bad = tmp_path / f"many{name}.cubin"
         bad.write_bytes(_with_sections(elf, name, 1000, records))
         r, took = run(["resources", str(bad)], tmp_path)
-        assert "Traceback" not in r.stderr and took < 20, (took, r.stderr[-300:])
+        assert "Traceback" not in r.stderr and took < 60, (took, r.stderr[-300:])
         assert r.returncode == 0 or (r.returncode == 2 and "overlap" in r.stderr), r.stderr
     big = tmp_path / "big.cubin"
     big.write_bytes(_with_sections(elf, ".nv.compat", 1, records * 60))
     r, took = run(["resources", str(big)], tmp_path)
-    assert r.returncode == 0 and "sm_90a" in r.stdout and took < 20, (took, r.stderr[-300:])
+    assert r.returncode == 0 and "sm_90a" in r.stdout and took < 60, (took, r.stderr[-300:])
     none = bytearray(elf)
     none[0x3C:0x40] = b"\x00\x00\x00\x00"  # no sections, the names' index 0
     (tmp_path / "none.cubin").write_bytes(bytes(none))
@@ -419,7 +419,11 @@ def test_a_file_namespace_that_leaves_a_line_starting_with_colons_stays_whole() 
     showed the kernel as `[file-local]` alone. Such a name keeps its namespace."""
     from occupancy.build.compilers import _internal_named
 
-    assert _internal_named("_INTERNAL_a_cu_0::::error::pwned") == "_INTERNAL_a_cu_0::::error::pwned"
-    assert _internal_named("_INTERNAL_a_cu_0::") == "_INTERNAL_a_cu_0::"
+    assert _internal_named("_INTERNAL_a_1_a_cu_0::::error::pwned") == \
+        "_INTERNAL_a_1_a_cu_0::::error::pwned"
+    assert _internal_named("_INTERNAL_a_1_a_cu_0::") == "_INTERNAL_a_1_a_cu_0::"
+    # a .cuh compiled as CUDA (resources does so): its namespace ends _cuh_<hash>
+    assert _internal_named("_INTERNAL_f869c592_7_a_b_cuh_ea3211c0::sheavy(float const*, int)") \
+        == "sheavy(float const*, int) [file-local]"
     assert _internal_named("_INTERNAL_a7ac0bb9_5_st_cu_09a87968::heavy(float const*, int)") \
         == "heavy(float const*, int) [file-local]"

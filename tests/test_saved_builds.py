@@ -357,12 +357,13 @@ def test_a_binary_s_link_error_does_not_send_users_to_link(tmp_path: Path) -> No
 def test_the_last_rdc_flag_decides_as_nvcc_s_does() -> None:
     """nvcc takes the last of repeated -rdc values (warning 'incompatible redefinition'):
     `-rdc=true -rdc=false` builds whole-program code, so it neither device-links nor reads
-    a log as relocatable; -dc counts as -rdc=true."""
+    a log as relocatable; -dc is relocatable whatever else is said."""
     from occupancy.inputs.flags import is_rdc
 
     assert is_rdc(["-rdc=true"]) and is_rdc(["-rdc=false", "-dc"])
     assert is_rdc(["-rdc=false", "--relocatable-device-code=true"])
-    assert not is_rdc(["-rdc=true", "-rdc=false"]) and not is_rdc(["-dc", "-rdc=false"])
+    assert not is_rdc(["-rdc=true", "-rdc=false"])
+    assert is_rdc(["-dc", "-rdc=false"])  # -dc is relocatable: nvcc refuses the pair
     assert not is_rdc([]) and not is_rdc(["-G", "-lineinfo"])
 
 
@@ -459,3 +460,40 @@ def test_a_bare_arch_specific_cubin_is_read_as_its_own_arch(tmp_path: Path) -> N
         assert elf_arch(out.read_bytes()) == arch
         code, text, err = _resources(str(out))
         assert code == 0 and f"   {arch} " in text and (arch == "sm_90a") == ("sm_90a" in text), text
+
+
+@pytest.mark.slow
+def test_one_file_of_a_several_file_rdc_log_and_the_g_flag(tmp_path: Path) -> None:
+    """Second review, stop 52: in `nvcc -c -rdc=true m.cu b.cu`, m.cu's compile holds only
+    a kernel that calls b.cu's function: nothing in it says relocatable, and it passed with
+    its pre-link numbers; such a compile takes the log's word. A -G log whose kernel calls
+    nothing beside a function compiled on its own reads as relocatable too, so the entry's
+    -G (or --device-debug) says otherwise."""
+    need(nvcc_path(), "nvcc")
+    nvcc = nvcc_path()
+    assert nvcc
+    m_cu = tmp_path / "m.cu"
+    m_cu.write_text("extern __device__ float remote_heavy(const float* p, int n);\n"
+                    "__global__ void k3(float* o, const float* p, int n) { o[0] = remote_heavy(p, n); }\n")
+    r = subprocess.run([nvcc, "-rdc=true", "-arch=sm_90", "-Xptxas", "-v", "-c", str(m_cu),
+                        str(SAVED / "b.cu")], capture_output=True, text=True, check=True,
+                       cwd=tmp_path)
+    (tmp_path / "two.log").write_text(r.stdout + r.stderr)
+    m = tmp_path / "m.yaml"
+    m.write_text("devices: [h100]\nkernels:\n  - name: k3\n    ptxas_log: two.log\n    block: [256]\n")
+    (v,) = evaluate(load_manifest(m), CheckResolver())
+    assert v.status == "error" and "relocatable compile" in v.problems[0], v.problems
+    g = tmp_path / "g.cu"
+    g.write_text("__device__ __noinline__ float f(const float* p, int n) {\n"
+                 "  float a[16]; for (int i = 0; i < 16; i++) a[i] = p[i * n];\n"
+                 "  float s = 0; for (int i = 0; i < n; i++) s += a[i % 16]; return s; }\n"
+                 "__global__ void kn(float* o) { o[threadIdx.x] = 1.f; }\n")
+    r = subprocess.run([nvcc, "-G", "-arch=sm_90", "-Xptxas", "-v", "-cubin", str(g), "-o",
+                        str(tmp_path / "g.cubin")], capture_output=True, text=True, check=True)
+    (tmp_path / "g.log").write_text(r.stdout + r.stderr)
+    for flags, refused in (("", True), ("    flags: [-G]\n", False),
+                           ("    flags: [--device-debug]\n", False)):
+        m.write_text("devices: [h100]\nkernels:\n  - name: kn\n    ptxas_log: g.log\n"
+                     f"    block: [256]\n{flags}")
+        (v,) = evaluate(load_manifest(m), CheckResolver())
+        assert (v.status == "error") == refused, (flags, v.problems)

@@ -295,8 +295,9 @@ def _file_local(name: str) -> str | None:
 
 
 # nvcc puts a static or anonymous-namespace function of an -rdc compile in a namespace named
-# for its file: _INTERNAL_<hash>_<n>_<file>_cu_<hash>::heavy(float const*, int)
-_INTERNAL = re.compile(r"^_INTERNAL_\w{1,200}?_cu_[0-9a-f]{1,16}::")
+# for its file: _INTERNAL_<hash>_<n>_<file>_<ext>_<hash>::heavy(float const*, int) (a .cu's
+# `_a_cu_`, a .cuh's `_a_b_cuh_`)
+_INTERNAL = re.compile(r"^_INTERNAL_[0-9a-f]{1,16}_\d{1,4}_\w{1,200}?_[0-9a-f]{1,16}::")
 
 
 def _internal_named(demangled: str) -> str:

@@ -130,7 +130,7 @@ class CheckResolver:
         # (functions compiled on their own, no kernel's cumulative stack, no nvlink report),
         # unless the flags say -G (whose kernels that call no function with a frame print
         # no cumulative stack either)
-        seems = found[mangled].before_link and "-G" not in spec.flags
+        seems = found[mangled].before_link and not {"-G", "--device-debug"} & set(spec.flags)
         if spec.ptxas_log and (is_rdc(spec.flags) or seems) and not found[mangled].linked:
             raise OccupancyError(f"{where}: {RDC_LOG_ERROR}")
         return replace(found[mangled], demangled=names[mangled])

@@ -295,9 +295,13 @@ class _Compiles:
 
     def before_link(self, kernel: tuple[str, str]) -> bool:
         """Its compile reads as relocatable: functions compiled on their own in it (or the
-        caller said so) and no kernel's cumulative stack."""
+        caller said so) and no kernel's cumulative stack. A compile that says neither (its
+        kernels call nothing, or only another file's functions: one file of an -rdc build of
+        several) takes the log's word: relocatable where another compile of it is."""
         i = self.of.get(kernel, -1)
-        return (self.relocatable or i in self.alone) and i not in self.with_cumulative
+        if i in self.with_cumulative:
+            return False
+        return self.relocatable or i in self.alone or bool(self.alone - self.with_cumulative)
 
 
 class _Callees:

@@ -66,7 +66,8 @@ def calc(device: tuple[str, ...], threads: tuple[int, ...], regs: int, smem: int
     for dev in devs:
         r = solve(dev, math.prod(threads), regs, smem, dyn_smem, carveout, launch_bound, barriers,
                   opt_in=not no_opt_in, partitioned_global_caching=partitioned_caching,
-                  virtual_resources=virtual_resources, cluster=shape, grid=grid)
+                  virtual_resources=virtual_resources, cluster=shape, grid=grid,
+                  block=tuple(threads))
         answers.append(Calc(dev, r, threads,
                             None if no_cliffs or r.active_blocks_per_sm == 0 else cliffs(dev, r)))
     emit(answers, "json" if as_json else "text")

@@ -163,9 +163,10 @@ _RDC = {"-dc": True, "-rdc=true": True, "--relocatable-device-code=true": True,
 def is_rdc(flags: Sequence[str]) -> bool:
     """Relocatable device code: static smem and final registers come from the device link.
     nvcc takes the last of repeated -rdc values (with a warning): `-rdc=true -rdc=false`
-    builds whole-program code."""
+    builds whole-program code. -dc is relocatable whatever else is said (nvcc refuses it
+    beside -rdc=false)."""
     said = [_RDC[f] for f in flags if f in _RDC]
-    return bool(said) and said[-1]
+    return "-dc" in flags or (bool(said) and said[-1])
 
 
 RDC_LOG_ERROR = ("a ptxas log of a relocatable compile (-rdc=true / -dc) cannot give static "

@@ -100,7 +100,7 @@ def occupancy(dev: Device, c: Candidate, res: KernelResources, dynamic_shared_me
     tiled kernels use one; the naive ones none, as ptxas reports)."""
     return solve(dev, c.threads, res.registers_per_thread, res.static_shared_memory,
                  dynamic_shared_memory, carveout, res.max_threads_per_block,
-                 max(res.barriers, 1 if c.variant != "naive" else 0))
+                 max(res.barriers, 1 if c.variant != "naive" else 0), block=tuple(c.block))
 
 
 def attach(spec: TuneSpec, dev: Device, r: Ranked) -> Ranked:
