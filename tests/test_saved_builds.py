@@ -23,6 +23,22 @@ from tests.needs import need
 SAVED = Path(__file__).resolve().parent / "fixtures" / "saved"
 
 
+# a device function with a stack frame (a local array), called or not by a kernel
+FRAMED = ("__device__ __noinline__ float helper(const float* p, int n) {\n"
+          "  float a[16]; for (int i = 0; i < 16; i++) a[i] = p[i * n];\n"
+          "  float s = 0; for (int i = 0; i < n; i++) s += a[i % 16]; return s; }\n")
+
+
+def _nvcc_log(tmp_path: Path, *args: str) -> str:
+    """nvcc's output (ptxas -v on) for ARGS, run in tmp_path."""
+    need(nvcc_path(), "nvcc")
+    nvcc = nvcc_path()
+    assert nvcc
+    r = subprocess.run([nvcc, "-arch=sm_90", "-Xptxas", "-v", *args], capture_output=True,
+                       text=True, check=True, cwd=tmp_path)
+    return r.stdout + r.stderr
+
+
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OCCUPANCY_CACHE_DIR", str(tmp_path / "cache"))
@@ -374,14 +390,8 @@ def test_check_refuses_a_log_that_reads_as_a_relocatable_compile_without_the_fla
     log compiles `heavy` on its own and prints no kernel's cumulative stack, so k_spill's 24
     registers and no stack are the numbers before the link (32 and 280 after). `check` had
     passed on them; now it refuses them as it does with -rdc in the flags."""
-    need(nvcc_path(), "nvcc")
-    nvcc = nvcc_path()
-    assert nvcc
-    r = subprocess.run([nvcc, "-rdc=true", "-arch=sm_90", "-Xptxas", "-v", "-c",
-                        str(SAVED / "a.cu"), "-o", str(tmp_path / "a.o")],
-                       capture_output=True, text=True, check=True)
     log = tmp_path / "a.log"
-    rdc_log = r.stdout + r.stderr
+    rdc_log = _nvcc_log(tmp_path, "-rdc=true", "-c", str(SAVED / "a.cu"), "-o", "a.o")
     log.write_text(rdc_log)
     m = tmp_path / "m.yaml"
     m.write_text(f"devices: [h100]\nkernels:\n  - name: k_spill\n    ptxas_log: {log}\n"
@@ -391,16 +401,10 @@ def test_check_refuses_a_log_that_reads_as_a_relocatable_compile_without_the_fla
     assert v.status == "error" and "relocatable compile" in v.problems[0], v.problems
     # a -G build also compiles a function on its own, but its kernel prints the cumulative
     # stack: a whole program, read as final
-    g = tmp_path / "g.cu"
-    g.write_text("__device__ __noinline__ float helper(const float* p, int n) {\n"
-                 "  float a[16]; for (int i = 0; i < 16; i++) a[i] = p[i * n];\n"
-                 "  float s = 0; for (int i = 0; i < n; i++) s += a[i % 16]; return s; }\n"
-                 "__global__ void k_g(float* out, const float* p, int n) {\n"
-                 "  out[threadIdx.x] = helper(p, n); }\n")
-    r = subprocess.run([nvcc, "-G", "-arch=sm_90", "-Xptxas", "-v", "-cubin", str(g), "-o",
-                        str(tmp_path / "g.cubin")], capture_output=True, text=True, check=True)
-    assert "cumulative stack" in r.stdout + r.stderr
-    g_log = r.stdout + r.stderr
+    (tmp_path / "g.cu").write_text(FRAMED + "__global__ void k_g(float* out, const float* p, "
+                                   "int n) {\n  out[threadIdx.x] = helper(p, n); }\n")
+    g_log = _nvcc_log(tmp_path, "-G", "-cubin", "g.cu", "-o", "g.cubin")
+    assert "cumulative stack" in g_log
     log.write_text(g_log)
     m.write_text(m.read_text().replace("name: k_spill", "name: k_g"))
     (v,) = evaluate(load_manifest(m), CheckResolver())
@@ -420,17 +424,10 @@ def test_a_binary_s_unknown_spills_are_null_in_json(tmp_path: Path) -> None:
     """A cubin says its stack frame, not its spills: `resources --json` had said
     spill_stores_bytes 0 beside spill_bytes = the frame. Now null, and spills_known false;
     the same kernel from its source gives the spills ptxas reports."""
-    need(nvcc_path(), "nvcc")
-    nvcc = nvcc_path()
-    assert nvcc
     src = tmp_path / "g.cu"
-    src.write_text("__device__ __noinline__ float helper(const float* p, int n) {\n"
-                   "  float a[16]; for (int i = 0; i < 16; i++) a[i] = p[i * n];\n"
-                   "  float s = 0; for (int i = 0; i < n; i++) s += a[i % 16]; return s; }\n"
-                   "__global__ void k_g(float* out, const float* p, int n) {\n"
+    src.write_text(FRAMED + "__global__ void k_g(float* out, const float* p, int n) {\n"
                    "  out[threadIdx.x] = helper(p, n); }\n")
-    subprocess.run([nvcc, "-arch=sm_90", "-cubin", str(src), "-o", str(tmp_path / "g.cubin")],
-                   capture_output=True, text=True, check=True)
+    _nvcc_log(tmp_path, "-cubin", "g.cu", "-o", "g.cubin")
     code, out, err = _resources(str(tmp_path / "g.cubin"), "--json")
     assert code == 0, err
     (row,) = json.loads(out)
@@ -469,28 +466,17 @@ def test_one_file_of_a_several_file_rdc_log_and_the_g_flag(tmp_path: Path) -> No
     its pre-link numbers; such a compile takes the log's word. A -G log whose kernel calls
     nothing beside a function compiled on its own reads as relocatable too, so the entry's
     -G (or --device-debug) says otherwise."""
-    need(nvcc_path(), "nvcc")
-    nvcc = nvcc_path()
-    assert nvcc
-    m_cu = tmp_path / "m.cu"
-    m_cu.write_text("extern __device__ float remote_heavy(const float* p, int n);\n"
-                    "__global__ void k3(float* o, const float* p, int n) { o[0] = remote_heavy(p, n); }\n")
-    r = subprocess.run([nvcc, "-rdc=true", "-arch=sm_90", "-Xptxas", "-v", "-c", str(m_cu),
-                        str(SAVED / "b.cu")], capture_output=True, text=True, check=True,
-                       cwd=tmp_path)
-    (tmp_path / "two.log").write_text(r.stdout + r.stderr)
+    (tmp_path / "m.cu").write_text(
+        "extern __device__ float remote_heavy(const float* p, int n);\n"
+        "__global__ void k3(float* o, const float* p, int n) { o[0] = remote_heavy(p, n); }\n")
+    (tmp_path / "two.log").write_text(_nvcc_log(tmp_path, "-rdc=true", "-c", "m.cu",
+                                                str(SAVED / "b.cu")))
     m = tmp_path / "m.yaml"
     m.write_text("devices: [h100]\nkernels:\n  - name: k3\n    ptxas_log: two.log\n    block: [256]\n")
     (v,) = evaluate(load_manifest(m), CheckResolver())
     assert v.status == "error" and "relocatable compile" in v.problems[0], v.problems
-    g = tmp_path / "g.cu"
-    g.write_text("__device__ __noinline__ float f(const float* p, int n) {\n"
-                 "  float a[16]; for (int i = 0; i < 16; i++) a[i] = p[i * n];\n"
-                 "  float s = 0; for (int i = 0; i < n; i++) s += a[i % 16]; return s; }\n"
-                 "__global__ void kn(float* o) { o[threadIdx.x] = 1.f; }\n")
-    r = subprocess.run([nvcc, "-G", "-arch=sm_90", "-Xptxas", "-v", "-cubin", str(g), "-o",
-                        str(tmp_path / "g.cubin")], capture_output=True, text=True, check=True)
-    (tmp_path / "g.log").write_text(r.stdout + r.stderr)
+    (tmp_path / "g.cu").write_text(FRAMED + "__global__ void kn(float* o) { o[threadIdx.x] = 1.f; }\n")
+    (tmp_path / "g.log").write_text(_nvcc_log(tmp_path, "-G", "-cubin", "g.cu", "-o", "g.cubin"))
     for flags, refused in (("", True), ("    flags: [-G]\n", False),
                            ("    flags: [--device-debug]\n", False)):
         m.write_text("devices: [h100]\nkernels:\n  - name: kn\n    ptxas_log: g.log\n"

@@ -141,8 +141,13 @@ def _sections(data: bytes) -> tuple[list[tuple[str, _Section]], Callable[[_Secti
 def elf_arch(data: bytes) -> str:
     """sm_XX, or sm_XXa for an arch-specific build (-arch=sm_90a): its e_flags say sm_90 as
     sm_90's do; its `.nv.compat` records say which (attribute 9 is 1; nvcc 13)."""
+    return _arch(data, *_sections(data))
+
+
+def _arch(data: bytes, named: list[tuple[str, _Section]], body: Callable[[_Section], bytes]
+          ) -> str:
+    """elf_arch, on a cubin's sections already read."""
     arch = cubin_arch(data)
-    named, body = _sections(data)
     compat = next((sec for name, sec in named if name == ".nv.compat"), None)
     if compat is not None:  # the first only, and its first records: a handful in a real one
         for attr, val in _records(body(compat)[:COMPAT_BYTES]):
@@ -153,8 +158,8 @@ def elf_arch(data: bytes) -> str:
 
 def parse_cubin(data: bytes) -> Cubin:
     """Every kernel of a cubin (ELF64, little-endian) with its resources."""
-    arch = elf_arch(data)
     named, body = _sections(data)
+    arch = _arch(data, named, body)
     sections = [sec for _, sec in named]
     symbols, entries, objects = _symbols(named, sections, body)
     regs: dict[str, int] = {}

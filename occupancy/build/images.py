@@ -131,7 +131,7 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
                 try:
                     # cuobjdump names sm_90a's cubin so; its e_flags say sm_90 as sm_90's do
                     named = _NAMED_ARCH.search(f)
-                    arch = named.group(1) if named and _num(named.group(1)) == _num(
+                    arch = named.group(1) if named and arch_number(named.group(1)) == arch_number(
                         cubin_arch(elf)) else cubin_arch(elf)
                     if is_relocatable(elf):  # an object or library of -dc code: link per arch
                         relocatable.setdefault(arch, []).append(elf)
@@ -156,9 +156,6 @@ def read_binary(path: str, shown: str, data: bytes) -> BinaryImage:
     if not sass and not ptx and not unlinked:
         raise OccupancyError(f"{inert(shown)}: no CUDA kernels in it (no SASS and no PTX)")
     return BinaryImage(path, sass, ptx, unlinked)
-
-
-_num = arch_number
 
 
 def resources_for_device(img: BinaryImage, dev: Device, shown: str
@@ -186,24 +183,26 @@ def loaded_sass(have: Iterable[str], arch: str) -> str | None:
     it; an arch-specific one (sm_90a) only on that very arch, where it is taken before the
     plain one (the more specific build; which one the driver takes where a binary holds
     both is not documented)."""
-    want = _num(arch)
-    fits = [a for a in have if _num(a) // 10 == want // 10 and _num(a) <= want
-            and (not a.endswith("a") or _num(a) == want)]
-    return max(fits, key=lambda a: (_num(a), a.endswith("a"))) if fits else None
+    want = arch_number(arch)
+    fits = [a for a in have if arch_number(a) // 10 == want // 10 and arch_number(a) <= want
+            and (not a.endswith("a") or arch_number(a) == want)]
+    return max(fits, key=lambda a: (arch_number(a), a.endswith("a"))) if fits else None
 
 
 def loadable_ptx(have: Iterable[str], arch: str) -> str | None:
     """The PTX the driver JIT-compiles on `arch`: the newest at or under it; an arch-specific
     one (compute_90a) only on that very arch."""
-    fits = [a for a in have if _num(a) <= _num(arch) and (not a.endswith("a") or _num(a) == _num(arch))]
-    return max(fits, key=lambda a: (_num(a), a.endswith("a"))) if fits else None
+    want = arch_number(arch)
+    fits = [a for a in have
+            if arch_number(a) <= want and (not a.endswith("a") or arch_number(a) == want)]
+    return max(fits, key=lambda a: (arch_number(a), a.endswith("a"))) if fits else None
 
 
 def nothing_loads(img: BinaryImage, shown: str, arch: str, on: str = "") -> str:
     """Why a binary gives nothing on `arch`: what it has, and the build flag that would."""
-    have = ", ".join([f"SASS {a}" for a in sorted(img.sass, key=_num)]
-                     + [f"SASS {a} (relocatable, not linked)" for a in sorted(img.unlinked, key=_num)]
-                     + [f"PTX compute_{a[3:]}" for a in sorted(img.ptx, key=_num)]) or "nothing"
+    have = ", ".join([f"SASS {a}" for a in sorted(img.sass, key=arch_number)]
+                     + [f"SASS {a} (relocatable, not linked)" for a in sorted(img.unlinked, key=arch_number)]
+                     + [f"PTX compute_{a[3:]}" for a in sorted(img.ptx, key=arch_number)]) or "nothing"
     return (f"{inert(shown)}: nothing the driver can load on {on or arch}: it has {have}; "
             f"build with -gencode arch=compute_{arch[3:]},code={arch}")
 
@@ -214,9 +213,9 @@ def jit_ptx(ptx: str, src_arch: str, arch: str, shown: str) -> dict[str, KernelR
         check_ptx_size(ptx)
     except OccupancyError as exc:
         raise OccupancyError(f"{inert(shown)}: {exc}") from None
-    cc = _num(arch)
+    cc = arch_number(arch)
     # arch-specific PTX (.target sm_90a) compiles for that arch only, by its own name
-    target = src_arch if src_arch.endswith("a") and _num(src_arch) == cc else f"sm_{cc}"
+    target = src_arch if src_arch.endswith("a") and arch_number(src_arch) == cc else f"sm_{cc}"
     c = compiler_for(arch)
     if c is None:
         raise CompilerUnavailable(f"{inert(shown)}: JIT of its PTX for {arch} needs ptxas: "

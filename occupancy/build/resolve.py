@@ -8,12 +8,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from occupancy.build.batch import compile_builds
-from occupancy.build.binaries import kind_of
+from occupancy.build.binaries import arch_number, kind_of
 from occupancy.build.builds import _estimate_label, arch_of, compile_build, device_build, with_names
 from occupancy.build.compilers import Build, make_build
 from occupancy.build.images import (
     BinaryImage,
-    _num,
     jit_ptx,
     loadable_ptx,
     loaded_sass,
@@ -213,7 +212,7 @@ def list_resources(path: str, archs: Sequence[str], *, include_dirs: Sequence[st
                 for r in log_section(sections, a, f"ptxas log {inert(shown)}").values()]), failed)
         else:
             out += [ListedKernel(shown, arch or "?", r)
-                    for arch in sorted(sections, key=_num) for r in sections[arch].values()]
+                    for arch in sorted(sections, key=arch_number) for r in sections[arch].values()]
     named = {a: with_names({k.resources.function: k.resources for k in out if k.arch == a})
              for a in dict.fromkeys(k.arch for k in out)}
     return [replace(k, resources=named[k.arch][k.resources.function]) for k in out]
@@ -248,9 +247,9 @@ def _binary_rows(img: BinaryImage, shown: str, archs: Sequence[str], asked: bool
     """A binary's kernels per SASS arch, and per arch of `archs` the driver would JIT its
     PTX for (no SASS of that major at or under it); the errors: relocatable code that does
     not link, and an `asked` arch on which nothing loads."""
-    out = [ListedKernel(shown, a, r) for a in sorted(img.sass, key=_num)
+    out = [ListedKernel(shown, a, r) for a in sorted(img.sass, key=arch_number)
            for r in img.sass[a].values()]
-    errors = [OccupancyError(img.unlinked[a]) for a in sorted(img.unlinked, key=_num)]
+    errors = [OccupancyError(img.unlinked[a]) for a in sorted(img.unlinked, key=arch_number)]
     for arch in archs:
         if loaded_sass((*img.sass, *img.unlinked), arch) is not None:
             continue  # the driver loads that SASS: listed, or its link error said
@@ -261,7 +260,7 @@ def _binary_rows(img: BinaryImage, shown: str, archs: Sequence[str], asked: bool
         elif asked:
             errors.append(OccupancyError(nothing_loads(img, shown, arch)))
     if not out and not errors and img.ptx:  # PTX above the default arch, and none asked
-        low = min(img.ptx, key=_num)
+        low = min(img.ptx, key=arch_number)
         above = "" if low.endswith("a") else " or above"
         errors.append(OccupancyError(
             f"{inert(shown)}: it holds PTX only (compute_{low[3:]}, no SASS), which is compiled "

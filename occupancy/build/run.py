@@ -99,14 +99,13 @@ class Terminated(BaseException):
         self.exit_code = 128 + signum
 
 
-def _limits(memory: int, cpu_s: int, output: int = 0) -> Callable[[], None]:
+def _limits(memory: int, cpu_s: int, output: int) -> Callable[[], None]:
     import resource  # here, in the parent: the child imports nothing (and most runs fork none)
 
     def apply() -> None:  # runs in the child, between fork and exec
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
         for res, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu_s),
-                           (resource.RLIMIT_FSIZE, output or OUTPUT_LIMIT),
-                           (resource.RLIMIT_CORE, 0)):
+                           (resource.RLIMIT_FSIZE, output), (resource.RLIMIT_CORE, 0)):
             soft, hard = resource.getrlimit(res)
             cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
             resource.setrlimit(res, (cap, cap))
